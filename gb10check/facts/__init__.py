@@ -1,0 +1,68 @@
+"""Parsers: text in, typed facts out, no I/O. One module per tool; this registry names them all.
+
+`gb10check parse KIND FILE` and the self-tests both walk KINDS, so a parser added here is
+reachable from the command line and must have captures that exercise it.
+"""
+
+import dataclasses
+from typing import Any, Callable, NamedTuple
+
+from . import docker, ethtool, ibdev2netdev, ip, meminfo, nccl, nvidia, perftest, rdma, ufw, vllm_api, vllm_log
+from ._text import ParseError
+
+
+class Kind(NamedTuple):
+    parse: Callable[[str], Any]
+    what: str
+
+
+KINDS: dict[str, Kind] = {
+    "ibdev2netdev": Kind(ibdev2netdev.parse, "ibdev2netdev [-v]"),
+    "rdma_link": Kind(rdma.parse_rdma_link, "rdma link"),
+    "show_gids": Kind(rdma.parse_show_gids, "show_gids"),
+    "ib_sysfs": Kind(rdma.parse_sysfs, "grep -H . /sys/class/infiniband/*/ports/*/... (state, rate, GIDs, GID types)"),
+    "ibv_devinfo": Kind(rdma.parse_ibv_devinfo, "ibv_devinfo"),
+    "ibstat": Kind(rdma.parse_ibstat, "ibstat"),
+    "perftest": Kind(perftest.parse, "ib_write_bw / ib_read_bw / ib_send_bw / ib_*_lat client or server output"),
+    "nccl_tests": Kind(nccl.parse, "nccl-tests *_perf output"),
+    "ufw_status": Kind(ufw.parse_status, "ufw status [verbose|numbered]"),
+    "ufw_user_rules": Kind(ufw.parse_user_rules, "/etc/ufw/user.rules"),
+    "nvidia_smi": Kind(nvidia.parse_smi, "nvidia-smi (default table)"),
+    "nvidia_smi_query": Kind(nvidia.parse_query, "nvidia-smi --query-gpu=... --format=csv[,noheader]"),
+    "nvml_mismatch": Kind(nvidia.parse_nvml_mismatch, "nvidia-smi failing with 'Driver/library version mismatch'"),
+    "proc_driver_nvidia_version": Kind(nvidia.parse_proc_version, "/proc/driver/nvidia/version"),
+    "ip_addr": Kind(ip.parse_text, "ip addr [show IFACE]"),
+    "ip_j_addr": Kind(ip.parse_json, "ip -j addr"),
+    "ethtool": Kind(ethtool.parse, "ethtool IFACE"),
+    "meminfo": Kind(meminfo.parse_meminfo, "/proc/meminfo"),
+    "free": Kind(meminfo.parse_free, "free [-b|-k|-m|-g|-h]"),
+    "vllm_log": Kind(vllm_log.parse, "vLLM server log (docker logs)"),
+    "vllm_models": Kind(vllm_api.parse_models, "GET /v1/models body"),
+    "vllm_chat": Kind(vllm_api.parse_chat, "POST /v1/chat/completions body"),
+    "vllm_sse": Kind(vllm_api.parse_sse, "POST /v1/chat/completions stream=true (SSE)"),
+    "vllm_error": Kind(vllm_api.parse_error, "vLLM / FastAPI error body"),
+    "docker_inspect": Kind(docker.parse_container, "docker inspect CONTAINER"),
+    "docker_health": Kind(docker.parse_health, "docker inspect --format '{{json .State.Health}}'"),
+    "docker_image_inspect": Kind(docker.parse_image, "docker image inspect IMAGE"),
+    "compose_ps": Kind(docker.parse_compose_ps, "docker compose ps"),
+    "compose_config": Kind(docker.parse_compose_config, "docker compose config"),
+}
+
+
+def parse(kind: str, text: str) -> Any:
+    if kind not in KINDS:
+        raise KeyError(f"unknown parse kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+    return KINDS[kind].parse(text)
+
+
+def to_jsonable(facts: Any) -> Any:
+    if dataclasses.is_dataclass(facts) and not isinstance(facts, type):
+        return {f.name: to_jsonable(getattr(facts, f.name)) for f in dataclasses.fields(facts)}
+    if isinstance(facts, (list, tuple)):
+        return [to_jsonable(x) for x in facts]
+    if isinstance(facts, dict):
+        return {str(k): to_jsonable(v) for k, v in facts.items()}
+    return facts
+
+
+__all__ = ["KINDS", "Kind", "ParseError", "parse", "to_jsonable"]

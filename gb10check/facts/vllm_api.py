@@ -1,0 +1,185 @@
+"""vLLM OpenAI-API bodies: /v1/models, chat completions, SSE streams, error envelopes.
+
+Reasoning is read from `reasoning` (current vLLM) or `reasoning_content` (older servers).
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from ._text import ParseError
+
+
+def _json(kind: str, text: str, expected: str):
+    # Drop a captured command line ("user@host % curl ...") before the body.
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise ParseError(kind, expected, text)
+    try:
+        return json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        raise ParseError(kind, f"{expected} ({exc.msg} at char {exc.pos})", text) from None
+
+
+@dataclass
+class ServedModel:
+    id: str
+    root: str | None
+    max_model_len: int | None  # older servers omit it
+    owned_by: str | None
+
+
+def parse_models(text: str) -> list[ServedModel]:
+    body = _json("vllm_models", text, "a /v1/models JSON body")
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        raise ParseError("vllm_models", "an object with a 'data' list", text)
+    return [ServedModel(str(m.get("id")), m.get("root"), m.get("max_model_len"), m.get("owned_by"))
+            for m in body["data"] if isinstance(m, dict)]
+
+
+@dataclass
+class ToolCall:
+    id: str | None
+    name: str | None
+    arguments: str  # JSON text as the server sent it
+
+
+@dataclass
+class ChatCompletion:
+    model: str | None
+    finish_reason: str | None
+    content: str | None
+    reasoning: str | None
+    reasoning_field: str | None  # "reasoning" | "reasoning_content" | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+def _reasoning(message: dict) -> tuple[str | None, str | None]:
+    for key in ("reasoning", "reasoning_content"):
+        if message.get(key):
+            return message[key], key
+    return None, None
+
+
+def completion_from(body: dict) -> ChatCompletion:
+    choice = (body.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    reasoning, where = _reasoning(message)
+    usage = body.get("usage") or {}
+    details = usage.get("completion_tokens_details") or {}
+    return ChatCompletion(
+        model=body.get("model"),
+        finish_reason=choice.get("finish_reason"),
+        content=message.get("content"),
+        reasoning=reasoning,
+        reasoning_field=where,
+        tool_calls=[ToolCall(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments") or "")
+                    for c in message.get("tool_calls") or []],
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        reasoning_tokens=details.get("reasoning_tokens"),
+    )
+
+
+def parse_chat(text: str) -> ChatCompletion:
+    body = _json("vllm_chat", text, "a chat completion JSON body")
+    # Test harnesses often wrap the server's body: {"response": {...}, "ok": ...}
+    if isinstance(body, dict) and "choices" not in body and isinstance(body.get("response"), dict):
+        body = body["response"]
+    if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+        raise ParseError("vllm_chat", "an object with 'choices' (a chat completion)", text)
+    return completion_from(body)
+
+
+@dataclass
+class Stream:
+    chunks: int
+    done: bool  # "data: [DONE]" seen
+    content: str
+    reasoning: str
+    finish_reason: str | None
+    tool_calls: list[ToolCall]
+    usage_chunk: bool  # a final chunk with empty choices and usage (stream_options.include_usage)
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    first_role: str | None
+
+
+def reassemble(events: list[dict]) -> Stream:
+    """Fold parsed SSE chunk objects into one message (used for live streams too)."""
+    content, reasoning, calls = [], [], {}
+    finish = role = None
+    usage_chunk = False
+    usage: dict = {}
+    for ev in events:
+        if ev.get("usage"):
+            usage = ev["usage"]
+        if not ev.get("choices"):
+            usage_chunk = usage_chunk or bool(ev.get("usage"))
+            continue
+        choice = ev["choices"][0]
+        delta = choice.get("delta") or {}
+        role = role or delta.get("role")
+        content.append(delta.get("content") or "")
+        reasoning.append(delta.get("reasoning") or delta.get("reasoning_content") or "")
+        for tc in delta.get("tool_calls") or []:
+            slot = calls.setdefault(tc.get("index", 0), {"id": None, "name": None, "arguments": ""})
+            slot["id"] = slot["id"] or tc.get("id")
+            fn = tc.get("function") or {}
+            slot["name"] = slot["name"] or fn.get("name")
+            slot["arguments"] += fn.get("arguments") or ""
+        finish = choice.get("finish_reason") or finish
+    return Stream(len(events), False, "".join(content), "".join(reasoning), finish,
+                  [ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items())],
+                  usage_chunk, usage.get("prompt_tokens"), usage.get("completion_tokens"), role)
+
+
+def parse_sse(text: str) -> Stream:
+    events, done = [], False
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            done = True
+            continue
+        try:
+            events.append(json.loads(payload))
+        except json.JSONDecodeError:
+            raise ParseError("vllm_sse", "'data: {json}' events", line) from None
+    if not events and not done:
+        raise ParseError("vllm_sse", "server-sent events ('data: {...}' lines ending with 'data: [DONE]')", text)
+    stream = reassemble(events)
+    stream.done = done
+    return stream
+
+
+@dataclass
+class ApiError:
+    envelope: str  # "nested" {"error": {...}} | "flat" {"object": "error", ...} | "fastapi" {"detail": ...}
+    message: str
+    type: str | None
+    code: int | None
+    param: str | None
+
+
+def parse_error(text: str) -> ApiError:
+    body = _json("vllm_error", text, "an error JSON body")
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        e = body["error"]
+        return ApiError("nested", str(e.get("message", "")), e.get("type"), _code(e.get("code")), e.get("param"))
+    if isinstance(body, dict) and body.get("object") == "error":
+        return ApiError("flat", str(body.get("message", "")), body.get("type"), _code(body.get("code")), body.get("param"))
+    if isinstance(body, dict) and "detail" in body:
+        detail = body["detail"]
+        return ApiError("fastapi", detail if isinstance(detail, str) else json.dumps(detail), None, None, None)
+    raise ParseError("vllm_error", "{'error': {...}}, {'object': 'error', ...} or {'detail': ...}", text)
+
+
+def _code(value) -> int | None:
+    if isinstance(value, int):
+        return value
+    return int(value) if isinstance(value, str) and re.fullmatch(r"\d+", value) else None
