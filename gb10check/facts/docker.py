@@ -23,6 +23,14 @@ def _one(kind: str, text: str) -> dict:
     return data
 
 
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _strs(value) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
 @dataclass
 class Container:
     name: str
@@ -42,10 +50,10 @@ class Container:
 
 def parse_container(text: str) -> Container:
     d = _one("docker_inspect", text)
-    state, host, config = d.get("State"), d.get("HostConfig") or {}, d.get("Config") or {}
+    state, host, config = d.get("State"), _dict(d.get("HostConfig")), _dict(d.get("Config"))
     if not isinstance(state, dict):
         raise ParseError("docker_inspect", "a container object with 'State' (docker inspect CONTAINER)", text)
-    mem = host.get("Memory") or 0
+    mem = host.get("Memory") if isinstance(host.get("Memory"), (int, float)) else 0
     return Container(
         name=str(d.get("Name", "")).lstrip("/"),
         image=config.get("Image"),
@@ -54,12 +62,12 @@ def parse_container(text: str) -> Container:
         oom_killed=bool(state.get("OOMKilled")),
         exit_code=state.get("ExitCode"),
         started_at=state.get("StartedAt"),
-        health=(state.get("Health") or {}).get("Status"),
+        health=_dict(state.get("Health")).get("Status"),
         memory_limit_gib=round(mem / 2**30, 3) if mem else None,
         network_mode=host.get("NetworkMode"),
         ipc_mode=host.get("IpcMode"),
-        restart_policy=(host.get("RestartPolicy") or {}).get("Name"),
-        command=[*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])],
+        restart_policy=_dict(host.get("RestartPolicy")).get("Name"),
+        command=[*_strs(config.get("Entrypoint")), *_strs(config.get("Cmd"))],
     )
 
 
@@ -72,11 +80,12 @@ class Health:
 
 def parse_health(text: str) -> Health:
     d = _one("docker_health", text)
-    d = d.get("State", {}).get("Health", d) if "State" in d else d
-    if "Status" not in d:
+    d = _dict(_dict(d.get("State")).get("Health")) if "State" in d else d
+    if not isinstance(d.get("Status"), str):
         raise ParseError("docker_health", "a State.Health object with 'Status'", text)
-    log = d.get("Log") or []
-    return Health(d["Status"], int(d.get("FailingStreak") or 0), log[-1].get("ExitCode") if log else None)
+    log = [e for e in d.get("Log") or [] if isinstance(e, dict)] if isinstance(d.get("Log"), list) else []
+    streak = d.get("FailingStreak")
+    return Health(d["Status"], streak if isinstance(streak, int) else 0, log[-1].get("ExitCode") if log else None)
 
 
 @dataclass
@@ -95,8 +104,8 @@ def parse_image(text: str) -> Image:
     if not isinstance(rootfs, dict):
         raise ParseError("docker_image_inspect", "an image object with 'RootFS' (docker image inspect IMAGE)", text)
     size = d.get("Size")
-    return Image(d.get("Id", ""), list(d.get("RepoTags") or []), d.get("Architecture"), d.get("Os"),
-                 list(rootfs.get("Layers") or []), round(size / 2**30, 3) if isinstance(size, int) else None)
+    return Image(str(d.get("Id", "")), _strs(d.get("RepoTags")), d.get("Architecture"), d.get("Os"),
+                 _strs(rootfs.get("Layers")), round(size / 2**30, 3) if isinstance(size, int) else None)
 
 
 @dataclass

@@ -74,12 +74,12 @@ def parse_json(text: str) -> list[Interface]:
         Interface(
             name=i["ifname"],
             index=i.get("ifindex"),
-            state=_state(i.get("operstate")),
+            state=_state(str(i.get("operstate") or "")),
             mtu=i.get("mtu"),
-            flags=list(i.get("flags", [])),
+            flags=[str(f) for f in i.get("flags") or [] if isinstance(f, str)],
             mac=i.get("address"),
-            addresses=[Address(a.get("family", ""), a.get("local", ""), int(a.get("prefixlen", 0)), a.get("scope"))
-                       for a in i.get("addr_info", []) if isinstance(a, dict)],
+            addresses=[Address(str(a.get("family", "")), str(a.get("local", "")), a["prefixlen"], a.get("scope"))
+                       for a in i.get("addr_info") or [] if isinstance(a, dict) and isinstance(a.get("prefixlen"), int)],
         )
         for i in data
     ]

@@ -190,7 +190,7 @@ def parse_ibv_devinfo(text: str) -> list[Hca]:
     port: dict[str, str] | None = None
 
     def close_port():
-        if port is not None and hcas:
+        if port is not None and hcas and port["port"].isdigit():
             hcas[-1].ports.append(
                 HcaPort(
                     port=int(port["port"]),
@@ -256,7 +256,7 @@ def parse_ibstat(text: str) -> list[IbstatPort]:
     cur: dict[str, str] | None = None
 
     def close():
-        if cur is not None and ca:
+        if cur is not None and ca and cur["port"].isdigit():
             rate = cur.get("Rate")
             out.append(IbstatPort(ca, int(cur["port"]), cur.get("State", "").upper(), cur.get("Physical state", ""),
                                   float(rate) if rate and rate.replace(".", "").isdigit() else None,

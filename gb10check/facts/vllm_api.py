@@ -65,19 +65,19 @@ def _reasoning(message: dict) -> tuple[str | None, str | None]:
 
 
 def completion_from(body: dict) -> ChatCompletion:
-    choice = (body.get("choices") or [{}])[0]
-    message = choice.get("message") or {}
+    choice = _dict((body.get("choices") or [{}])[0])
+    message = _dict(choice.get("message"))
     reasoning, where = _reasoning(message)
-    usage = body.get("usage") or {}
-    details = usage.get("completion_tokens_details") or {}
+    usage = _dict(body.get("usage"))
+    details = _dict(usage.get("completion_tokens_details"))
     return ChatCompletion(
         model=body.get("model"),
         finish_reason=choice.get("finish_reason"),
         content=message.get("content"),
         reasoning=reasoning,
         reasoning_field=where,
-        tool_calls=[ToolCall(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments") or "")
-                    for c in message.get("tool_calls") or []],
+        tool_calls=[ToolCall(c.get("id"), _dict(c.get("function")).get("name"), _str(_dict(c.get("function")).get("arguments")))
+                    for c in message.get("tool_calls") or [] if isinstance(c, dict)],
         prompt_tokens=usage.get("prompt_tokens"),
         completion_tokens=usage.get("completion_tokens"),
         reasoning_tokens=details.get("reasoning_tokens"),
@@ -89,7 +89,7 @@ def parse_chat(text: str) -> ChatCompletion:
     # Test harnesses often wrap the server's body: {"response": {...}, "ok": ...}
     if isinstance(body, dict) and "choices" not in body and isinstance(body.get("response"), dict):
         body = body["response"]
-    if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+    if not isinstance(body, dict) or not isinstance(body.get("choices"), list) or not body["choices"]:
         raise ParseError("vllm_chat", "an object with 'choices' (a chat completion)", text)
     return completion_from(body)
 
@@ -115,26 +115,38 @@ def reassemble(events: list[dict]) -> Stream:
     usage_chunk = False
     usage: dict = {}
     for ev in events:
-        if ev.get("usage"):
+        if isinstance(ev.get("usage"), dict):
             usage = ev["usage"]
-        if not ev.get("choices"):
+        choices = ev.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             usage_chunk = usage_chunk or bool(ev.get("usage"))
             continue
-        choice = ev["choices"][0]
-        delta = choice.get("delta") or {}
+        choice = choices[0]
+        delta = _dict(choice.get("delta"))
         role = role or delta.get("role")
-        content.append(delta.get("content") or "")
-        reasoning.append(delta.get("reasoning") or delta.get("reasoning_content") or "")
+        content.append(_str(delta.get("content")))
+        reasoning.append(_str(delta.get("reasoning") or delta.get("reasoning_content")))
         for tc in delta.get("tool_calls") or []:
-            slot = calls.setdefault(tc.get("index", 0), {"id": None, "name": None, "arguments": ""})
+            if not isinstance(tc, dict):
+                continue
+            index = tc.get("index", 0)
+            slot = calls.setdefault(index if isinstance(index, int) else 0, {"id": None, "name": None, "arguments": ""})
             slot["id"] = slot["id"] or tc.get("id")
-            fn = tc.get("function") or {}
+            fn = _dict(tc.get("function"))
             slot["name"] = slot["name"] or fn.get("name")
-            slot["arguments"] += fn.get("arguments") or ""
+            slot["arguments"] += _str(fn.get("arguments"))
         finish = choice.get("finish_reason") or finish
     return Stream(len(events), False, "".join(content), "".join(reasoning), finish,
                   [ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items())],
                   usage_chunk, usage.get("prompt_tokens"), usage.get("completion_tokens"), role)
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def parse_sse(text: str) -> Stream:
@@ -147,9 +159,12 @@ def parse_sse(text: str) -> Stream:
             done = True
             continue
         try:
-            events.append(json.loads(payload))
+            event = json.loads(payload)
         except json.JSONDecodeError:
-            raise ParseError("vllm_sse", "'data: {json}' events", line) from None
+            event = None
+        if not isinstance(event, dict):
+            raise ParseError("vllm_sse", "'data: {json object}' events", line)
+        events.append(event)
     if not events and not done:
         raise ParseError("vllm_sse", "server-sent events ('data: {...}' lines ending with 'data: [DONE]')", text)
     stream = reassemble(events)

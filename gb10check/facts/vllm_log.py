@@ -45,7 +45,7 @@ ERRORS = [
 class Milestone:
     name: str
     line: int
-    time: str | None  # "MM-DD HH:MM:SS" as vLLM prints it
+    time: str | None  # "MM-DD HH:MM:SS" as vLLM prints it (the last stamp seen, for lines without one)
     t_s: float | None  # seconds since the first timestamped line
     values: dict = field(default_factory=dict)
 
@@ -94,8 +94,9 @@ def parse(text: str) -> VllmLog:
             if m:
                 seen.add(name)
                 values = {k: v for k, v in m.groupdict().items() if v is not None}
-                t_s = (_stamp(last_time) - first).total_seconds() if (last_time and first and s) else None
-                log.milestones.append(Milestone(name, n, last_time if s else None, t_s, values))
+                # Lines without a stamp (uvicorn's "Application startup complete.") take the last one seen.
+                t_s = (_stamp(last_time) - first).total_seconds() if (last_time and first) else None
+                log.milestones.append(Milestone(name, n, last_time, t_s, values))
                 break
         for name, pattern, hint in ERRORS:
             if pattern.search(line):

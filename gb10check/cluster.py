@@ -1,0 +1,294 @@
+"""The cluster definition (cluster.yaml): nodes, links, expectations, deploy and serving settings.
+
+Validated with pydantic; a bad file becomes one ClusterError line naming the field and the reason.
+Memory sizes accept docker/human forms ("105G", "119 GiB", "5 GiB", "512M") and are held in GiB.
+"""
+
+import hashlib
+import ipaddress
+import itertools
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from dataclasses import dataclass
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+UNITS_GIB = {"": 1.0, "b": 1 / 2**30, "k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 2**10}
+
+
+def gib(value) -> float:
+    """'105G' -> 105.0, '119 GiB' -> 119.0, '512M' -> 0.5, 7 -> 7.0 (a bare number is GiB)."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as '105G' or '119 GiB'")
+    if isinstance(value, (int, float)):
+        return float(value)
+    m = re.fullmatch(r"\s*([\d.]+)\s*([bkmgtBKMGT]?)(?:i?[bB])?\s*", str(value))
+    if not m:
+        raise ValueError(f"expected a size such as '105G' or '119 GiB', got {value!r}")
+    return float(m[1]) * UNITS_GIB[m[2].lower()]
+
+
+GiB = Annotated[float, BeforeValidator(gib), Field(gt=0)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Ssh(Strict):
+    user: str
+    port: int = Field(22, ge=1, le=65535)
+    identity_file: str = "~/.ssh/id_ed25519"
+    known_hosts: str = "~/.ssh/known_hosts"
+    connect_timeout_s: float = Field(10, gt=0)
+    command_timeout_s: float = Field(60, gt=0)
+
+    def resolved(self, base: Path) -> "Ssh":
+        """Key and known_hosts paths made absolute: ~ expanded, relative to the cluster file."""
+        def absolute(value: str) -> str:
+            p = Path(os.path.expanduser(value))
+            return str(p if p.is_absolute() else (base / p).resolve())
+        return self.model_copy(update={"identity_file": absolute(self.identity_file), "known_hosts": absolute(self.known_hosts)})
+
+
+class Link(Strict):
+    netdev: str
+    rdma_device: str | None = None
+    address: ipaddress.IPv4Interface  # "169.254.94.252/16"
+    mtu: int | None = None
+
+    @field_validator("address", mode="before")
+    @classmethod
+    def needs_prefix(cls, v):
+        if isinstance(v, str) and "/" not in v:
+            raise ValueError(f"expected an IPv4 address with its prefix length, e.g. '{v}/24'")
+        return v
+
+    @property
+    def ip(self) -> str:
+        return str(self.address.ip)
+
+
+class Node(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    address: str  # management address: where the runner reaches the node (host name or IP)
+    rank: int = Field(ge=0)
+    ssh_port: int | None = Field(None, ge=1, le=65535)
+    links: list[Link] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def links_on_distinct_subnets(self):
+        for a, b in itertools.combinations(self.links, 2):
+            if a.netdev == b.netdev:
+                raise ValueError(f"netdev {a.netdev} is listed twice")
+            if a.address.network.overlaps(b.address.network):
+                raise ValueError(
+                    f"links {a.netdev} ({a.address}) and {b.netdev} ({b.address}) are on one subnet; "
+                    "each logical link needs its own subnet or the kernel routes both through one interface"
+                )
+        return self
+
+
+class Firewall(Strict):
+    sources: list[ipaddress.IPv4Network] = [ipaddress.IPv4Network("169.254.0.0/16"), ipaddress.IPv4Network("192.168.101.0/24")]
+    ports: list[str] = ["20001/tcp"]
+
+    @field_validator("ports")
+    @classmethod
+    def port_proto(cls, v):
+        for p in v:
+            if not re.fullmatch(r"\d{1,5}/(tcp|udp)", p):
+                raise ValueError(f"expected 'PORT/tcp' or 'PORT/udp', got {p!r}")
+        return v
+
+
+class Expect(Strict):
+    memory_gib: GiB = 119.0
+    gpu_name: str = "NVIDIA GB10"
+    link_speed_mbps: int = 200000
+    roce_gid_type: Literal["RoCE v2", "RoCE v1"] = "RoCE v2"
+    roce_gid_index: int = Field(3, ge=0)
+    # Seed: 109 Gb/s per logical link; NVIDIA's playbook: 92.57 and 97.28 Gb/s.
+    min_ib_write_bw_gbps: float = Field(90.0, gt=0)
+    # Dell Pro Max GB10 pair, all_gather: 22.96 GB/s bus bandwidth = 183.7 Gb/s.
+    min_nccl_busbw_gbps: float = Field(160.0, gt=0)
+    firewall: Firewall = Firewall()
+    reachable_ports: list[int] = [29501, 20001, 18515]
+    perftest_port: int = 18515
+    netplan_file: str = "/etc/netplan/40-cx7.yaml"
+    max_clock_skew_s: float = 1.0
+    memory_margin_gib: GiB = 5.0
+
+
+class Watchdog(Strict):
+    min_mem_available: GiB = 5.0
+    poll_interval_s: float = Field(2.0, gt=0)
+    stall_timeout_s: float = Field(900.0, gt=0)
+
+
+class Deploy(Strict):
+    workdir: str = "~/vllm"
+    compose_file: str = "compose.yml"
+    image: str
+    model_id: str
+    served_model_name: str
+    tensor_parallel_size: int = Field(ge=1)
+    max_model_len: int = Field(gt=0)
+    max_num_seqs: int = Field(8, gt=0)
+    gpu_memory_utilization: float = Field(0.8, gt=0, le=1)
+    container_memory_limit: GiB
+    master_port: int = Field(29501, ge=1, le=65535)
+    api_port: int = Field(20001, ge=1, le=65535)
+    hf_cache: str = "~/.cache/huggingface"
+    distributed_timeout_s: int = Field(3600, gt=0)
+    watchdog: Watchdog = Watchdog()
+
+
+class Serving(Strict):
+    base_url: str | None = None  # default: http://<rank 0 address>:<api_port>/v1
+    api_key_env: str | None = None
+    expect_reasoning: bool = True
+    expect_tool_calls: bool = True
+    min_decode_tok_s: float = Field(20.0, gt=0)
+    basic_prompt: str = "Answer in one sentence: what is the factorial of 3?"
+    basic_expect: str = "6"
+    repetitions: int = Field(3, ge=1)
+
+
+class Cluster(Strict):
+    name: str = "gb10"
+    ssh: Ssh
+    nodes: list[Node] = Field(min_length=1)
+    expect: Expect = Expect()
+    deploy: Deploy
+    serving: Serving = Serving()
+
+    @model_validator(mode="after")
+    def consistent(self):
+        ranks = sorted(n.rank for n in self.nodes)
+        if ranks != list(range(len(self.nodes))):
+            raise ValueError(f"ranks must be 0..{len(self.nodes) - 1}, each exactly once; got {ranks}")
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"node names must be unique; got {names}")
+        seen: dict[str, str] = {}
+        for n in self.nodes:
+            for where, addr in [(f"{n.name} management", n.address)] + [(f"{n.name} {l.netdev}", l.ip) for l in n.links]:
+                if addr in seen:
+                    raise ValueError(f"address {addr} is used twice: {seen[addr]} and {where}")
+                seen[addr] = where
+        for n in self.nodes:
+            for link in n.links:
+                if len(self.nodes) > 1 and not self.peers_of(n, link):
+                    raise ValueError(f"{n.name} {link.netdev} ({link.address}) has no peer link on another node in "
+                                     f"{link.address.network}; check the cabling plan or the address")
+        if self.deploy.tensor_parallel_size % len(self.nodes):
+            raise ValueError(f"deploy.tensor_parallel_size {self.deploy.tensor_parallel_size} is not a multiple of "
+                             f"the {len(self.nodes)} nodes")
+        return self
+
+    # ---- views used by the fixtures -------------------------------------------------
+
+    @property
+    def head(self) -> Node:
+        return next(n for n in self.nodes if n.rank == 0)
+
+    @property
+    def followers(self) -> list[Node]:
+        return sorted((n for n in self.nodes if n.rank != 0), key=lambda n: n.rank)
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+    def peers_of(self, node: Node, link: Link) -> list[tuple[Node, Link]]:
+        return [(other, ol) for other in self.nodes if other.name != node.name for ol in other.links
+                if ol.address.network == link.address.network]
+
+    def link_pairs(self) -> list["LinkPair"]:
+        """Every cable (or switch path): one pair per two nodes sharing a link subnet, lower rank first."""
+        pairs = []
+        for a, b in itertools.combinations(sorted(self.nodes, key=lambda n: n.rank), 2):
+            for la in a.links:
+                for lb in b.links:
+                    if la.address.network == lb.address.network:
+                        pairs.append(LinkPair(a, la, b, lb))
+        return pairs
+
+    @property
+    def base_url(self) -> str:
+        return self.serving.base_url or f"http://{self.head.address}:{self.deploy.api_port}/v1"
+
+    @property
+    def master_addr(self) -> str:
+        """Rank 0's address on its first link: what the followers rendezvous with."""
+        return self.head.links[0].ip
+
+
+@dataclass(frozen=True)
+class LinkPair:
+    a: Node
+    a_link: Link
+    b: Node
+    b_link: Link
+
+    @property
+    def id(self) -> str:
+        return f"{self.a.name}:{self.a_link.netdev}--{self.b.name}:{self.b_link.netdev}"
+
+
+class ClusterError(Exception):
+    """A cluster file that cannot be used; the message is one line: where, what, why."""
+
+
+def _where(loc: tuple, data) -> str:
+    parts, node = [], data
+    for item in loc:
+        if isinstance(item, int):
+            label = ""
+            if isinstance(node, list) and 0 <= item < len(node) and isinstance(node[item], dict) and "name" in node[item]:
+                label = f"({node[item]['name']})"
+            parts[-1] = f"{parts[-1]}[{item}]{label}" if parts else f"[{item}]"
+        else:
+            parts.append(str(item))
+        try:
+            node = node[item]
+        except (KeyError, IndexError, TypeError):
+            node = None
+    return ".".join(parts)
+
+
+def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" line {mark.line + 1}:" if mark else ""
+        raise ClusterError(f"{source}:{at} not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise ClusterError(f"{source}: expected a mapping with ssh, nodes, expect, deploy, serving; got {type(data).__name__}")
+    try:
+        return Cluster.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = _where(tuple(l for l in err["loc"] if not str(l).startswith("function-")), data)
+        msg = err["msg"].removeprefix("Value error, ")
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ClusterError(f"{source}: {where + ': ' if where else ''}{msg}{more}") from None
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClusterError(f"{path}: cannot read the cluster file: {exc.strerror}") from None
+    cluster = parse_cluster(text, str(path))
+    return cluster.model_copy(update={"ssh": cluster.ssh.resolved(path.parent)})
+
+
+def cluster_hash(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

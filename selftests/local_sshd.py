@@ -1,0 +1,63 @@
+"""A real OpenSSH server on 127.0.0.1 for testing the remote layer without the simulated cluster."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def keygen(path: Path) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gb10check-selftest", "-f", str(path)], check=True)
+    path.chmod(0o600)
+    return (path.with_suffix(".pub")).read_text().strip()
+
+
+class LocalSshd:
+    def __init__(self, workdir: Path):
+        self.dir = workdir
+        self.port = free_port()
+        self.user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+        self.identity = self.dir / "id_ed25519"
+        self.host_key = self.dir / "host_ed25519"
+        self.known_hosts = self.dir / "known_hosts"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "LocalSshd":
+        user_pub = keygen(self.identity)
+        host_pub = keygen(self.host_key)
+        (self.dir / "authorized_keys").write_text(user_pub + "\n")
+        (self.dir / "authorized_keys").chmod(0o600)
+        self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {' '.join(host_pub.split()[:2])}\n")
+        config = self.dir / "sshd_config"
+        config.write_text(
+            f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {self.host_key}\nPidFile none\n"
+            f"AuthorizedKeysFile {self.dir}/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
+        )
+        Path("/run/sshd").mkdir(exist_ok=True)
+        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"sshd exited: {self.proc.stderr.read().decode(errors='replace')}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("sshd did not listen within 10 s")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)

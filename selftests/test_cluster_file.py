@@ -1,0 +1,120 @@
+"""The cluster file: the example is valid, and each kind of mistake is one line naming the field."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gb10check.cluster import ClusterError, gib, load_cluster, parse_cluster
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
+
+
+def test_example_is_the_seed_pair():
+    c = load_cluster(REPO / "cluster.example.yaml")
+    assert [n.name for n in c.nodes] == ["thinkstationpgx-30", "thinkstationpgx-32"]
+    assert c.head.name == "thinkstationpgx-30" and c.master_addr == "169.254.94.252"
+    assert [str(l.address) for l in c.node("thinkstationpgx-32").links] == ["169.254.159.206/16", "192.168.101.11/24"]
+    assert c.deploy.model_id == "Qwen/Qwen3.8-Flash-Next-FP8" and c.deploy.tensor_parallel_size == 2
+    assert (c.deploy.api_port, c.deploy.master_port, c.deploy.max_model_len, c.deploy.max_num_seqs) == (20001, 29501, 262144, 8)
+    assert c.deploy.container_memory_limit == 105.0 and c.deploy.gpu_memory_utilization == 0.8
+    assert c.expect.memory_gib == 119.0
+    assert [p.id for p in c.link_pairs()] == ["thinkstationpgx-30:enp1s0f0np0--thinkstationpgx-32:enp1s0f0np0",
+                                              "thinkstationpgx-30:enP2p1s0f0np0--thinkstationpgx-32:enP2p1s0f0np0"]
+    assert c.base_url == "http://thinkstationpgx-30.local:20001/v1"
+
+
+@pytest.mark.parametrize(("text", "value"), [("105G", 105.0), ("119 GiB", 119.0), ("512M", 0.5), ("1T", 1024.0), (7, 7.0),
+                                             ("5 GB", 5.0), ("2.5g", 2.5)])
+def test_sizes(text, value):
+    assert gib(text) == value
+
+
+def mutate(change):
+    data = copy.deepcopy(EXAMPLE)
+    change(data)
+    return yaml.safe_dump(data)
+
+
+def setitem(path, value):
+    def change(data):
+        *parents, last = path
+        for p in parents:
+            data = data[p]
+        data[last] = value
+    return change
+
+
+def delitem(path):
+    def change(data):
+        *parents, last = path
+        for p in parents:
+            data = data[p]
+        del data[last]
+    return change
+
+
+MISTAKES = [
+    ("duplicate rank", setitem(["nodes", 1, "rank"], 0), r"ranks must be 0\.\.1, each exactly once; got \[0, 0\]"),
+    ("no rank 0", lambda d: (setitem(["nodes", 0, "rank"], 2)(d), setitem(["nodes", 1, "rank"], 1)(d)),
+     r"ranks must be 0\.\.1, each exactly once; got \[1, 2\]"),
+    ("negative rank", setitem(["nodes", 1, "rank"], -1), r"nodes\[1\]\(thinkstationpgx-32\)\.rank: Input should be greater than or equal to 0"),
+    ("address without prefix", setitem(["nodes", 0, "links", 0, "address"], "169.254.94.252"),
+     r"nodes\[0\]\(thinkstationpgx-30\)\.links\[0\]\.address: expected an IPv4 address with its prefix length, e\.g\. '169\.254\.94\.252/24'"),
+    ("not an address", setitem(["nodes", 0, "links", 1, "address"], "192.168.101/24"),
+     r"nodes\[0\]\(thinkstationpgx-30\)\.links\[1\]\.address: .*(valid|IPv4)"),
+    ("duplicate address", setitem(["nodes", 1, "links", 1, "address"], "192.168.101.10/24"),
+     r"address 192\.168\.101\.10 is used twice: thinkstationpgx-30 enP2p1s0f0np0 and thinkstationpgx-32 enP2p1s0f0np0"),
+    ("link without peer", setitem(["nodes", 1, "links", 1, "address"], "192.168.102.11/24"),
+     r"thinkstationpgx-30 enP2p1s0f0np0 \(192\.168\.101\.10/24\) has no peer link on another node in 192\.168\.101\.0/24"),
+    ("both links on one subnet", lambda d: (setitem(["nodes", 0, "links", 1, "address"], "169.254.1.10/16")(d),
+                                            setitem(["nodes", 1, "links", 1, "address"], "169.254.1.11/16")(d)),
+     r"nodes\[0\]\(thinkstationpgx-30\): links enp1s0f0np0 \(169\.254\.94\.252/16\) and enP2p1s0f0np0 \(169\.254\.1\.10/16\) are on one subnet"),
+    ("bad memory unit", setitem(["deploy", "container_memory_limit"], "105 bananas"),
+     r"deploy\.container_memory_limit: expected a size such as '105G' or '119 GiB', got '105 bananas'"),
+    ("missing model", delitem(["deploy", "model_id"]), r"deploy\.model_id: Field required"),
+    ("unknown key (typo)", setitem(["deploy", "max_model_length"], 4096), r"deploy\.max_model_length: Extra inputs are not permitted"),
+    ("port out of range", setitem(["deploy", "api_port"], 70000), r"deploy\.api_port: Input should be less than or equal to 65535"),
+    ("utilization above 1", setitem(["deploy", "gpu_memory_utilization"], 1.5), r"deploy\.gpu_memory_utilization: Input should be less than or equal to 1"),
+    ("bad firewall port", setitem(["expect", "firewall", "ports"], ["20001"]), r"expect\.firewall\.ports: expected 'PORT/tcp' or 'PORT/udp', got '20001'"),
+    ("no nodes", setitem(["nodes"], []), r"nodes: List should have at least 1 item"),
+    ("tp not a multiple of nodes", setitem(["deploy", "tensor_parallel_size"], 3),
+     r"deploy\.tensor_parallel_size 3 is not a multiple of the 2 nodes"),
+    ("duplicate node name", setitem(["nodes", 1, "name"], "thinkstationpgx-30"), r"node names must be unique"),
+    ("missing ssh user", delitem(["ssh", "user"]), r"ssh\.user: Field required"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES])
+def test_mistake_is_one_line_naming_the_field(change, message):
+    with pytest.raises(ClusterError) as err:
+        parse_cluster(mutate(change), "cluster.yaml")
+    text = str(err.value)
+    assert "\n" not in text
+    assert text.startswith("cluster.yaml: ")
+    assert __import__("re").search(message, text), text
+
+
+def test_not_yaml():
+    with pytest.raises(ClusterError, match=r"^c\.yaml: line 3: not valid YAML: expected .,. or .\]."):
+        parse_cluster("nodes:\n  - name: [unclosed\n", "c.yaml")
+
+
+def test_not_a_mapping():
+    with pytest.raises(ClusterError, match=r"^c\.yaml: expected a mapping with ssh, nodes, expect, deploy, serving; got list$"):
+        parse_cluster("- a\n- b\n", "c.yaml")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ClusterError, match=r"cannot read the cluster file: No such file or directory"):
+        load_cluster(tmp_path / "nope.yaml")
+
+
+def test_relative_ssh_paths_follow_the_file(tmp_path):
+    data = copy.deepcopy(EXAMPLE)
+    data["ssh"]["identity_file"] = "keys/id"
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(data))
+    c = load_cluster(tmp_path / "c.yaml")
+    assert c.ssh.identity_file == str(tmp_path / "keys" / "id")

@@ -1,0 +1,45 @@
+"""The suite as users run it: pytest in a subprocess, on the example file and on broken ones."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_run(*args: str, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+def test_collect_preflight_on_the_example():
+    run = pytest_run("-m", "preflight", "--collect-only", "-q", "--cluster", "cluster.example.yaml")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tests/preflight/test_identity.py::test_ssh_user[thinkstationpgx-30]" in run.stdout
+    assert "tests/preflight/test_identity.py::test_ssh_user[thinkstationpgx-32]" in run.stdout
+
+
+def test_malformed_cluster_stops_in_one_line(tmp_path):
+    data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
+    data["nodes"][1]["rank"] = 0
+    bad = tmp_path / "cluster.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    run = pytest_run("-m", "preflight", "--collect-only", "--cluster", str(bad))
+    assert run.returncode == 4
+    lines = [l for l in (run.stdout + run.stderr).splitlines() if "invalid cluster file" in l]
+    assert lines == [f"ERROR: invalid cluster file: {bad}: ranks must be 0..1, each exactly once; got [0, 0]"], run.stdout + run.stderr
+
+
+def test_missing_cluster_file_says_how_to_make_one(tmp_path):
+    run = pytest_run("--collect-only", "-q", "-c", str(REPO / "pytest.ini"), "--rootdir", str(REPO), str(REPO / "tests"),
+                     cwd=tmp_path)
+    assert run.returncode == 4
+    assert "no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or copy cluster.example.yaml" in run.stdout + run.stderr
+
+
+def test_every_check_carries_its_suite_marker():
+    for suite in ("preflight", "network", "serving"):
+        for path in (REPO / "tests" / suite).glob("test_*.py"):
+            assert f"pytest.mark.{suite}" in path.read_text(), f"{path} lacks pytestmark = pytest.mark.{suite}"
