@@ -40,7 +40,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="file to read; - or nothing for standard input")
     p.add_argument("--list", action="store_true", help="list the kinds")
     p.set_defaults(func=cmd_parse)
+    sim = sub.add_parser("sim", help="the simulated GB10 cluster (root): up, down, status, apply, scenarios")
+    simsub = sim.add_subparsers(dest="sim_command", required=True)
+    p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
+    p.add_argument("--nodes", type=int, default=2, help="2 (the field report's pair, default) to 8 (behind a switch)")
+    p.add_argument("--scenario", help="apply this fault scenario once up (see `gb10check sim scenarios`)")
+    simsub.add_parser("down", help="remove every namespace, link, mount and process of the simulation")
+    simsub.add_parser("status", help="nodes, their init and sshd")
+    p = simsub.add_parser("apply", help="apply a fault scenario to the running simulation")
+    p.add_argument("scenario")
+    simsub.add_parser("scenarios", help="list the fault scenarios")
+    p = simsub.add_parser("exec", help="run a shell command as root inside a node")
+    p.add_argument("node")
+    p.add_argument("command")
+    sim.set_defaults(func=cmd_sim)
     return parser
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from .sim import control, scenarios
+
+    try:
+        if args.sim_command == "up":
+            print(control.up(args.nodes, args.scenario))
+        elif args.sim_command == "down":
+            control.down()
+        elif args.sim_command == "status":
+            json.dump(control.status(), sys.stdout, indent=2)
+            print()
+        elif args.sim_command == "apply":
+            scenarios.apply(args.scenario)
+        elif args.sim_command == "scenarios":
+            for s in scenarios.SCENARIOS.values():
+                print(f"{s.name:<24} {s.summary}")
+        elif args.sim_command == "exec":
+            done = control.node_exec(args.node, args.command, check=False)
+            sys.stdout.write(done.stdout)
+            sys.stderr.write(done.stderr)
+            return done.returncode
+    except (control.SimError, scenarios.ScenarioError, ValueError) as exc:
+        print(f"gb10check sim: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""PID 1 of a simulated node (stdlib only). Runs inside fresh mount, PID and UTS namespaces and the
+node's network namespace; builds the node's root, chroots into it, starts sshd and stays as init.
+
+argv[1]: the node's boot spec (JSON) written by gb10check.sim.cluster.
+Prints "READY" on stdout once sshd listens, then keeps the stand-in sysfs tree in step with the
+real interfaces and reaps orphans until it is killed (which ends every process of the node).
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, check=check, capture_output=True, text=True)
+
+
+def mount(*args: str) -> None:
+    sh("mount", *args)
+
+
+def write(path: str, text: str, mode: int = 0o644, owner: tuple[int, int] | None = None) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    if owner:
+        os.chown(path, *owner)
+
+
+def build_root(spec: dict) -> str:
+    base = spec["mnt_dir"]
+    mount("-t", "tmpfs", "-o", "mode=0700", "gb10sim", base)
+    for d in ("upper", "work", "root", "classnet"):
+        os.makedirs(f"{base}/{d}")
+    root = f"{base}/root"
+    mount("-t", "overlay", "overlay", "-o", f"lowerdir=/,upperdir={base}/upper,workdir={base}/work", root)
+    mount("-t", "proc", "proc", f"{root}/proc")
+    mount("-t", "sysfs", "sysfs", f"{root}/sys")
+    mount("--bind", f"{root}/sys/class/net", f"{base}/classnet")
+    mount("-t", "tmpfs", "-o", "mode=0755", "gb10sim-class", f"{root}/sys/class")  # room for /sys/class/infiniband
+    os.makedirs(f"{root}/sys/class/net")
+    mount("--bind", f"{base}/classnet", f"{root}/sys/class/net")
+    mount("-t", "tmpfs", "-o", "mode=0555", "gb10sim-driver", f"{root}/proc/driver")  # room for nvidia/version
+    os.makedirs(f"{root}/proc/driver/nvidia")
+    mount("--rbind", "/dev", f"{root}/dev")
+    for private in ("dev/shm", "tmp", "run"):
+        mount("-t", "tmpfs", "-o", "mode=1777" if private != "run" else "mode=0755", "gb10sim-" + private.replace("/", "-"),
+              f"{root}/{private}")
+    return root
+
+
+def configure(root: str, spec: dict) -> None:
+    user = spec["user"]
+    # The host's own sshd keys must not be shared by every node: each node gets its own.
+    for name in os.listdir(f"{root}/etc/ssh"):
+        if name.startswith("ssh_host_"):
+            os.unlink(f"{root}/etc/ssh/{name}")
+    write(f"{root}/etc/ssh/ssh_host_ed25519_key", spec["host_key"], 0o600)
+    write(f"{root}/etc/ssh/ssh_host_ed25519_key.pub", spec["host_key_pub"] + "\n")
+    write(f"{root}/etc/ssh/sshd_config.d/gb10sim.conf",
+          "HostKey /etc/ssh/ssh_host_ed25519_key\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+          "UsePAM no\nPermitRootLogin no\nUseDNS no\n")
+    write(f"{root}/etc/hostname", spec["name"] + "\n")
+    hosts = "127.0.0.1\tlocalhost\n" + "".join(f"{ip}\t{name}\n" for name, ip in spec["hosts"])
+    write(f"{root}/etc/hosts", hosts)
+    if subprocess.run(["chroot", root, "id", user], capture_output=True).returncode != 0:
+        # "*": no password and not locked (sshd without PAM refuses locked accounts, even with a key).
+        sh("chroot", root, "useradd", "--create-home", "--shell", "/bin/bash", "--password", "*", user)
+    pw = sh("chroot", root, "id", "-u", user).stdout.strip(), sh("chroot", root, "id", "-g", user).stdout.strip()
+    owner = (int(pw[0]), int(pw[1]))
+    home = f"{root}/home/{user}"
+    os.makedirs(f"{home}/.ssh", mode=0o700, exist_ok=True)
+    os.chown(f"{home}/.ssh", *owner)
+    write(f"{home}/.ssh/authorized_keys", spec["runner_pub"] + "\n" + spec["shared_pub"] + "\n", 0o600, owner)
+    write(f"{home}/.ssh/id_ed25519_shared", spec["shared_key"], 0o600, owner)
+    write(f"{home}/.ssh/id_ed25519_shared.pub", spec["shared_pub"] + "\n", 0o644, owner)
+    write(f"{home}/.ssh/config", "Host *\n    IdentityFile ~/.ssh/id_ed25519_shared\n", 0o600, owner)
+    write(f"{home}/.ssh/known_hosts", spec["known_hosts"], 0o600, owner)
+    write(f"{root}/etc/sudoers.d/gb10sim", f"{user} ALL=(ALL) NOPASSWD:ALL\n", 0o440)
+    write(f"{root}/etc/netplan/40-cx7.yaml", spec["netplan"], 0o600)
+    write(f"{root}/etc/gb10sim/state.json", json.dumps(spec["state"], indent=1), 0o644)
+    os.makedirs(f"{root}/usr/local/lib/gb10sim", exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    shutil.copy(f"{here}/standins.py", f"{root}/usr/local/lib/gb10sim/standins.py")
+    for tool in ("nvidia-smi", "ibdev2netdev", "show_gids", "ibv_devinfo", "ethtool", "ib_write_bw"):
+        link = f"{root}/usr/local/bin/{tool}"
+        if not os.path.lexists(link):
+            os.symlink("/usr/local/lib/gb10sim/standins.py", link)
+    os.chmod(f"{root}/usr/local/lib/gb10sim/standins.py", 0o755)
+
+
+def firewall(spec: dict) -> None:
+    """ufw as a careful owner sets it up: deny by default, SSH, the QSFP subnets and the API port."""
+    cmds = [["ufw", "--force", "reset"], ["ufw", "default", "deny", "incoming"], ["ufw", "default", "allow", "outgoing"],
+            ["ufw", "allow", "22/tcp"]]
+    cmds += [["ufw", "allow", "from", src] for src in spec["firewall_sources"]]
+    cmds += [["ufw", "allow", port] for port in spec["firewall_ports"]]
+    for cmd in cmds:
+        sh(*cmd)
+    sh("ufw", "--force", "enable")
+
+
+def main() -> None:
+    spec = json.load(open(sys.argv[1]))
+    root = build_root(spec)
+    configure(root, spec)
+    socket.sethostname(spec["name"])
+    os.chroot(root)
+    os.chdir("/")
+    sys.path.insert(0, "/usr/local/lib/gb10sim")
+    import standins  # noqa: E402 - from inside the node's root
+
+    standins.refresh(spec["state"])
+    os.makedirs("/run/sshd", exist_ok=True)
+    sh("/usr/sbin/sshd")
+    if spec.get("ufw", True):
+        firewall(spec)
+    print("READY", flush=True)
+    log = os.open("/var/log/gb10sim-init.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    for fd in (1, 2):
+        os.dup2(log, fd)
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+        try:
+            standins.refresh(standins.state())
+        except Exception as exc:  # keep init alive; the log says what broke
+            print(f"refresh failed: {exc!r}", flush=True)
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except subprocess.CalledProcessError as exc:
+        print(f"BOOT FAILED: {' '.join(exc.cmd)}: {exc.stderr.strip()}", flush=True)
+        sys.exit(1)
+    except Exception as exc:
+        print(f"BOOT FAILED: {exc!r}", flush=True)
+        sys.exit(1)

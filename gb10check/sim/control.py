@@ -1,0 +1,257 @@
+"""Bring the simulated cluster up and down; run commands inside its nodes as root.
+
+State lives in one directory (default /run/gb10check-sim, or $GB10CHECK_SIM_DIR): the runner's
+SSH key and known_hosts, the cluster file, each node's boot spec and the PID of its init.
+Everything `up` creates is named gb10sim-* so `down` can find and remove it, also after a
+failed `up`.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import topology
+from .topology import MGMT_BRIDGE, MGMT_NET, NETNS_PREFIX, SimNode
+
+DEFAULT_DIR = "/run/gb10check-sim"
+BOOT = Path(__file__).with_name("boot.py")
+PYTHON = "/usr/bin/python3"  # the system python: it exists inside every node's overlay
+
+
+class SimError(Exception):
+    pass
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("GB10CHECK_SIM_DIR", DEFAULT_DIR))
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        raise SimError("the simulated cluster needs root (network namespaces, mounts, veth): run it with sudo or as root")
+    for tool in ("ip", "unshare", "nsenter", "/usr/sbin/sshd", "ufw", "ssh-keygen", PYTHON):
+        if not shutil.which(tool):
+            raise SimError(f"{tool} is missing: apt-get install iproute2 util-linux openssh-server openssh-client ufw python3")
+
+
+def run(*argv: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run(argv, capture_output=True, text=True, input=input)
+    if check and proc.returncode != 0:
+        raise SimError(f"`{' '.join(argv)}` failed: {(proc.stderr or proc.stdout).strip()}")
+    return proc
+
+
+def keygen(path: Path, comment: str) -> tuple[str, str]:
+    if not path.exists():
+        run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
+    path.chmod(0o600)
+    return path.read_text(), path.with_suffix(".pub").read_text().strip()
+
+
+def pub_key_only(pub: str) -> str:
+    return " ".join(pub.split()[:2])
+
+
+# ---- networking (root namespace side) ----------------------------------------------
+
+
+def wire(nodes: list[SimNode]) -> None:
+    run("ip", "link", "add", MGMT_BRIDGE, "type", "bridge")
+    run("ip", "addr", "add", f"{MGMT_NET}.1/24", "dev", MGMT_BRIDGE)
+    run("ip", "link", "set", MGMT_BRIDGE, "up")
+    for n in nodes:
+        ns = n.netns
+        run("ip", "netns", "add", ns)
+        run("ip", "-n", ns, "link", "set", "lo", "up")
+        run("ip", "link", "add", f"gb10sim-m{n.rank}", "type", "veth", "peer", "name", "enP7s7", "netns", ns)
+        run("ip", "link", "set", f"gb10sim-m{n.rank}", "master", MGMT_BRIDGE, "up")
+        run("ip", "-n", ns, "addr", "add", f"{n.mgmt_ip}/24", "dev", "enP7s7")
+        run("ip", "-n", ns, "link", "set", "enP7s7", "up")
+        for i, (netdev, _) in enumerate(topology.UNCABLED):  # the second QSFP port: present, no cable (kept down)
+            run("ip", "link", "add", f"gb10sim-u{n.rank}{i}", "type", "veth", "peer", "name", netdev, "netns", ns)
+    if len(nodes) == 2:
+        a, b = nodes
+        for la, lb in zip(a.links, b.links):  # one QSFP cable: the real name at both ends
+            run("ip", "link", "add", la.netdev, "netns", a.netns, "type", "veth", "peer", "name", lb.netdev, "netns", b.netns)
+    else:
+        for i, _ in enumerate(nodes[0].links):  # a switch: one bridge per logical link
+            run("ip", "link", "add", f"gb10sim-sw{i}", "type", "bridge")
+            run("ip", "link", "set", f"gb10sim-sw{i}", "up")
+            for n in nodes:
+                run("ip", "link", "add", f"gb10sim-s{i}n{n.rank}", "type", "veth", "peer", "name", n.links[i].netdev, "netns", n.netns)
+                run("ip", "link", "set", f"gb10sim-s{i}n{n.rank}", "master", f"gb10sim-sw{i}", "up")
+    for n in nodes:
+        for link in n.links:
+            run("ip", "-n", n.netns, "addr", "add", link.address, "dev", link.netdev)
+            run("ip", "-n", n.netns, "link", "set", link.netdev, "up")
+
+
+def netplan(n: SimNode) -> str:
+    lines = ["network:", "  version: 2", "  ethernets:"]
+    for link in n.links:
+        if link.address.startswith("169.254."):
+            lines += [f"    {link.netdev}:", "      link-local: [ ipv4 ]"]
+        else:
+            lines += [f"    {link.netdev}:", f"      addresses: [ {link.address} ]"]
+    return "\n".join(lines) + "\n"
+
+
+def node_state(n: SimNode) -> dict:
+    links = {l.netdev: {"rdma_device": l.rdma_device, "speed_mbps": 200000, "bandwidth_gbps": 109.0, "cabled": True} for l in n.links}
+    links.update({netdev: {"rdma_device": dev, "speed_mbps": 200000, "bandwidth_gbps": 109.0, "cabled": False}
+                  for netdev, dev in topology.UNCABLED})
+    order = ["enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"]
+    return {"name": n.name, "rank": n.rank, "gpu_name": "NVIDIA GB10", "kernel_module": topology.USER_DRIVER,
+            "user_driver": topology.USER_DRIVER, "cuda_version": "13.0", "gpu_uuid": f"GPU-5eb5a1c0-0000-4000-8000-00000000003{n.rank}",
+            "fw_ver": "28.45.4028", "board_id": "NVD0000000087", "gid_layout": "standard",
+            "links": {k: links[k] for k in order}}
+
+
+# ---- up / down / status ---------------------------------------------------------------
+
+
+def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Path:
+    need_root()
+    down(quiet=True)
+    d = state_dir()
+    (d / "nodes").mkdir(parents=True, exist_ok=True)
+    d.chmod(0o700)
+    nodes = topology.pair_or_switch(n_nodes)
+    say = (lambda *_: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
+    start = time.monotonic()
+    try:
+        wire(nodes)
+        _, runner_pub = keygen(d / "runner_ed25519", "gb10check-runner")
+        shared_key, shared_pub = keygen(d / "shared_ed25519", "gb10sim-shared-cluster-key")
+        host_keys = {n.name: keygen(d / "nodes" / f"{n.name}_host_ed25519", n.name) for n in nodes}
+        # The runner knows nodes by management address; nodes know each other by every address.
+        (d / "known_hosts").write_text("".join(f"{n.mgmt_ip} {pub_key_only(host_keys[n.name][1])}\n" for n in nodes))
+        node_known = "".join(f"{addr} {pub_key_only(host_keys[n.name][1])}\n" for n in nodes
+                             for addr in [n.mgmt_ip, n.name] + [l.address.split('/')[0] for l in n.links])
+        procs = {}
+        for n in nodes:
+            (d / "mnt" / n.name).mkdir(parents=True, exist_ok=True)
+            spec = {"name": n.name, "user": topology.USER, "mnt_dir": str(d / "mnt" / n.name), "host_key": host_keys[n.name][0],
+                    "host_key_pub": host_keys[n.name][1], "runner_pub": runner_pub, "shared_key": shared_key, "shared_pub": shared_pub,
+                    "known_hosts": node_known, "hosts": [(m.name, m.mgmt_ip) for m in nodes], "netplan": netplan(n),
+                    "state": node_state(n), "firewall_sources": ["169.254.0.0/16", "192.168.101.0/24"],
+                    "firewall_ports": ["20001/tcp"]}
+            spec_path = d / "nodes" / f"{n.name}.json"
+            spec_path.write_text(json.dumps(spec))
+            spec_path.chmod(0o600)
+            procs[n.name] = subprocess.Popen(
+                ["ip", "netns", "exec", n.netns, "unshare", "--mount", "--pid", "--uts", "--fork", "--propagation", "private",
+                 "--kill-child", PYTHON, str(BOOT), str(spec_path)],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+        for n in nodes:
+            line = procs[n.name].stdout.readline().strip()
+            if line != "READY":
+                rest = procs[n.name].stdout.read() if procs[n.name].poll() is not None else ""
+                raise SimError(f"node {n.name} did not boot: {line} {rest}".strip())
+            (d / "nodes" / f"{n.name}.pid").write_text(str(init_pid(procs[n.name].pid)))
+        (d / "cluster.yaml").write_text(topology.cluster_yaml(nodes, str(d)))
+        (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes}))
+    except BaseException:
+        down(quiet=True)
+        raise
+    say(f"{len(nodes)} nodes up in {time.monotonic() - start:.1f} s; cluster file: {d / 'cluster.yaml'}")
+    if scenario:
+        from .scenarios import apply
+
+        apply(scenario)
+        say(f"scenario {scenario} applied")
+    return d / "cluster.yaml"
+
+
+def init_pid(unshare_pid: int) -> int:
+    """The host PID of a node's init: the child unshare forked (ip netns exec execs unshare in place)."""
+    for _ in range(100):
+        try:
+            children = Path(f"/proc/{unshare_pid}/task/{unshare_pid}/children").read_text().split()
+        except OSError:
+            children = []
+        if children:
+            return int(children[0])
+        time.sleep(0.01)
+    raise SimError(f"cannot find the init of unshare {unshare_pid}")
+
+
+def nodes() -> list[str]:
+    try:
+        return json.loads((state_dir() / "sim.json").read_text())["nodes"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
+def pid_of(name: str) -> int:
+    try:
+        pid = int((state_dir() / "nodes" / f"{name}.pid").read_text())
+    except (OSError, ValueError):
+        raise SimError(f"node {name} is not running (no simulated cluster up? run `gb10check sim up`)") from None
+    if not Path(f"/proc/{pid}").exists():
+        raise SimError(f"node {name} is not running (its init {pid} is gone)")
+    return pid
+
+
+def node_exec(name: str, command: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Run a shell command as root inside a node: its namespaces and its root."""
+    pid = pid_of(name)
+    return run("nsenter", "-t", str(pid), "-m", "-u", "-n", "-p", "-i", "-r", "-w", "/bin/sh", "-c", command, check=check, input=input)
+
+
+def down(quiet: bool = False) -> None:
+    """Remove everything up created. Idempotent; safe after a failed up."""
+    need_root()
+    d = state_dir()
+    for pid_file in (d / "nodes").glob("*.pid") if (d / "nodes").exists() else []:
+        try:
+            os.kill(int(pid_file.read_text()), 9)  # PID 1 of the node: its whole PID namespace goes with it
+        except (OSError, ValueError):
+            pass
+        pid_file.unlink()
+    for ns in run("ip", "netns", "list", check=False).stdout.split("\n"):
+        name = ns.split(" ")[0]
+        if name.startswith(NETNS_PREFIX):
+            _kill_netns_processes(name)
+            run("ip", "netns", "del", name, check=False)
+    for link in run("ip", "-o", "link", "show", check=False).stdout.splitlines():
+        ifname = link.split(":")[1].strip().split("@")[0] if ":" in link else ""
+        if ifname.startswith("gb10sim-"):
+            run("ip", "link", "del", ifname, check=False)
+    deadline = time.monotonic() + 5
+    while _leftover_mounts(d) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for target in _leftover_mounts(d):
+        run("umount", "-l", target, check=False)
+    if d.exists():
+        shutil.rmtree(d, ignore_errors=True)
+    if not quiet:
+        print("simulated cluster down", file=sys.stderr)
+
+
+def _kill_netns_processes(ns: str) -> None:
+    for pid in run("ip", "netns", "pids", ns, check=False).stdout.split():
+        try:
+            os.kill(int(pid), 9)
+        except (OSError, ValueError):
+            pass
+
+
+def _leftover_mounts(d: Path) -> list[str]:
+    return [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines() if line.split()[1].startswith(str(d))]
+
+
+def status() -> list[dict]:
+    out = []
+    for name in nodes():
+        try:
+            pid = pid_of(name)
+            host = node_exec(name, "hostname; pgrep -x sshd >/dev/null && echo sshd-up || echo sshd-down", check=False).stdout.split()
+            out.append({"node": name, "init_pid": pid, "hostname": host[0] if host else None, "sshd": "up" if "sshd-up" in host else "down"})
+        except SimError as exc:
+            out.append({"node": name, "error": str(exc)})
+    return out

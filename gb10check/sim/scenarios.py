@@ -1,0 +1,93 @@
+"""Fault scenarios: one per failure mode, applied to the running simulation by real changes.
+
+Each scenario is data: steps that run a real command inside a node (ufw, ip, chmod, usermod ...)
+or change the stand-in state for hardware the machine lacks (driver versions, GID layout,
+bandwidth). Nodes are chosen by rank, so the same scenario works on 2 or 8 nodes.
+"""
+
+import json
+from dataclasses import dataclass, field
+
+from . import control
+
+
+class ScenarioError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Step:
+    rank: int  # -1: every node
+    shell: str | None = None  # a real command, as root, inside the node
+    state: dict = field(default_factory=dict)  # stand-in state to merge (hardware we do not have)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    steps: tuple[Step, ...]
+
+
+def _links(**per_link) -> dict:
+    return {"links": per_link}
+
+
+SCENARIOS = {s.name: s for s in [
+    Scenario("healthy", "nothing changed", ()),
+    Scenario("driver-mismatch", "rank 1: loaded kernel module 580.159.03, user-mode driver 580.173.02 (needs a reboot)",
+             (Step(1, state={"kernel_module": "580.159.03"}),)),
+    Scenario("driver-differs", "rank 1 runs driver 580.126.09, rank 0 580.173.02 (consistent on each node)",
+             (Step(1, state={"kernel_module": "580.126.09", "user_driver": "580.126.09"}),)),
+    Scenario("ufw-no-qsfp-rules", "rank 1: ufw default deny without the QSFP subnet rules (29501 really dropped)",
+             (Step(1, shell="ufw delete allow from 169.254.0.0/16 && ufw delete allow from 192.168.101.0/24"),)),
+    Scenario("ufw-not-persisted", "rank 1: QSFP rules added with iptables by hand: live now, gone after a reboot",
+             (Step(1, shell="ufw delete allow from 169.254.0.0/16 && ufw delete allow from 192.168.101.0/24 && "
+                            "iptables -I ufw-user-input 1 -s 169.254.0.0/16 -j ACCEPT && "
+                            "iptables -I ufw-user-input 1 -s 192.168.101.0/24 -j ACCEPT"),)),
+    Scenario("link2-down", "rank 1: the second logical link (enP2p1s0f0np0) is down",
+             (Step(1, shell="ip link set enP2p1s0f0np0 down"),)),
+    Scenario("gid-moved", "rank 1: GID index 3 is RoCE v1; RoCE v2 with the IPv4 address moved to index 5",
+             (Step(1, state={"gid_layout": "shifted"}),)),
+    Scenario("low-bandwidth", "rank 1: roceP2p1s0f0 delivers 41 Gb/s (threshold 90)",
+             (Step(1, state=_links(enP2p1s0f0np0={"bandwidth_gbps": 41.3})),)),
+    Scenario("link-speed-100g", "rank 1: enp1s0f0np0 negotiated 100000 Mb/s instead of 200000",
+             (Step(1, state=_links(enp1s0f0np0={"speed_mbps": 100000})),)),
+    Scenario("different-usernames", "rank 1: the account is 'nvidia', not 'lenovo'",
+             (Step(1, shell="pkill -u lenovo; usermod -l nvidia -d /home/nvidia -m lenovo"),)),
+    Scenario("ssh-not-passwordless", "rank 1: the shared cluster key is not in authorized_keys (nodes cannot ssh in)",
+             (Step(1, shell="sed -i '/gb10sim-shared-cluster-key/d' /home/lenovo/.ssh/authorized_keys"),)),
+    Scenario("netplan-644", "rank 0: /etc/netplan/40-cx7.yaml is mode 644 (netplan warns; others can read it)",
+             (Step(0, shell="chmod 644 /etc/netplan/40-cx7.yaml"),)),
+    Scenario("same-subnet", "rank 0 and 1: the second logical link moved into the first link's subnet",
+             (Step(0, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.94.253/16 dev enP2p1s0f0np0"),
+              Step(1, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.159.207/16 dev enP2p1s0f0np0"))),
+]}
+
+
+def apply(name: str) -> None:
+    if name not in SCENARIOS:
+        raise ScenarioError(f"unknown scenario {name!r}; `gb10check sim scenarios` lists them")
+    names = control.nodes()
+    if not names:
+        raise ScenarioError("no simulated cluster is up: run `gb10check sim up` first")
+    for step in SCENARIOS[name].steps:
+        targets = names if step.rank == -1 else [names[step.rank]]
+        for node in targets:
+            if step.state:
+                current = json.loads(control.node_exec(node, "cat /etc/gb10sim/state.json").stdout)
+                control.node_exec(node, "cat > /etc/gb10sim/state.json.new && mv /etc/gb10sim/state.json.new /etc/gb10sim/state.json",
+                                  input=json.dumps(merge(current, step.state), indent=1))
+            if step.shell:
+                control.node_exec(node, step.shell)
+    record = control.state_dir() / "sim.json"
+    sim = json.loads(record.read_text())
+    sim["scenarios"].append(name)
+    record.write_text(json.dumps(sim))
+
+
+def merge(base: dict, change: dict) -> dict:
+    out = dict(base)
+    for key, value in change.items():
+        out[key] = merge(base.get(key, {}), value) if isinstance(value, dict) else value
+    return out

@@ -1,0 +1,72 @@
+"""What the simulated cluster looks like: node names, addresses, and the cluster file for it."""
+
+from dataclasses import dataclass, field
+
+MGMT_NET = "198.18.0"  # RFC 2544 benchmarking range: never routed, never anyone's LAN
+MGMT_BRIDGE = "gb10sim-br"
+NETNS_PREFIX = "gb10sim-"
+USER = "lenovo"
+USER_DRIVER = "580.173.02"
+
+# (netdev, rdma device) of a GB10's ConnectX-7: two ports, each seen as two logical links.
+CABLED = [("enp1s0f0np0", "rocep1s0f0"), ("enP2p1s0f0np0", "roceP2p1s0f0")]
+UNCABLED = [("enp1s0f1np1", "rocep1s0f1"), ("enP2p1s0f1np1", "roceP2p1s0f1")]
+
+
+@dataclass
+class SimLink:
+    netdev: str
+    rdma_device: str
+    address: str  # with prefix
+
+
+@dataclass
+class SimNode:
+    name: str
+    rank: int
+    mgmt_ip: str
+    links: list[SimLink] = field(default_factory=list)
+
+    @property
+    def netns(self) -> str:
+        return NETNS_PREFIX + self.name
+
+
+def pair_or_switch(n: int) -> list[SimNode]:
+    """n == 2: the field report's pair and its exact addresses; n > 2: nodes behind a switch."""
+    if not 2 <= n <= 8:
+        raise ValueError("the simulated cluster has 2 to 8 nodes")
+    nodes = []
+    for i in range(n):
+        if n == 2:
+            a0 = ["169.254.94.252/16", "169.254.159.206/16"][i]
+        else:
+            a0 = f"169.254.100.{10 + i}/16"
+        a1 = f"192.168.101.{10 + i}/24"
+        nodes.append(SimNode(f"thinkstationpgx-{30 + 2 * i}", i, f"{MGMT_NET}.{10 + i}",
+                             [SimLink(CABLED[0][0], CABLED[0][1], a0), SimLink(CABLED[1][0], CABLED[1][1], a1)]))
+    return nodes
+
+
+def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22) -> str:
+    """The cluster file for the simulation: the seed's deployment, sized for this machine."""
+    import yaml
+
+    doc = {
+        "name": "gb10sim",
+        "ssh": {"user": USER, "port": ssh_port, "identity_file": f"{state_dir}/runner_ed25519",
+                "known_hosts": f"{state_dir}/known_hosts", "connect_timeout_s": 5, "command_timeout_s": 60},
+        "nodes": [{"name": n.name, "address": n.mgmt_ip, "rank": n.rank,
+                   "links": [{"netdev": l.netdev, "rdma_device": l.rdma_device, "address": l.address} for l in n.links]}
+                  for n in nodes],
+        "expect": {"memory_gib": 119, "gpu_name": "NVIDIA GB10", "link_speed_mbps": 200000, "roce_gid_type": "RoCE v2",
+                   "roce_gid_index": 3, "min_ib_write_bw_gbps": 90,
+                   "firewall": {"sources": ["169.254.0.0/16", "192.168.101.0/24"], "ports": ["20001/tcp"]}},
+        "deploy": {"workdir": f"/home/{USER}/vllm", "compose_file": "compose.yml", "image": "gb10sim/vllm-cpu:local",
+                   "model_id": "Qwen/Qwen3.8-Flash-Next-FP8", "served_model_name": "qwen3.8-flash-next",
+                   "tensor_parallel_size": len(nodes), "max_model_len": 262144, "max_num_seqs": 8,
+                   "gpu_memory_utilization": 0.8, "container_memory_limit": "105G", "master_port": 29501, "api_port": 20001,
+                   "hf_cache": f"/home/{USER}/vllm/huggingface"},
+        "serving": {"expect_reasoning": True, "expect_tool_calls": True, "min_decode_tok_s": 5},
+    }
+    return "# Written by `gb10check sim up`: the simulated cluster.\n" + yaml.safe_dump(doc, sort_keys=False)
