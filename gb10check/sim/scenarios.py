@@ -80,6 +80,8 @@ def apply(name: str) -> None:
                                   input=json.dumps(merge(current, step.state), indent=1))
             if step.shell:
                 control.node_exec(node, step.shell)
+    for node in names:
+        control.refresh(node)
     record = control.state_dir() / "sim.json"
     sim = json.loads(record.read_text())
     sim["scenarios"].append(name)

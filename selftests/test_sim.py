@@ -1,0 +1,171 @@
+"""The simulated cluster: up, SSH through the suite's remote layer, scenarios visible, down leaves nothing."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gb10check.cluster import load_cluster
+from gb10check.remote import RemoteNode
+from gb10check.sim import control, scenarios
+
+from .conftest import read_capture
+from .simbed import REPO, require_sim
+
+pytestmark = pytest.mark.sim
+
+
+def host_snapshot() -> dict:
+    def lines(*argv):
+        return sorted(subprocess.run(argv, capture_output=True, text=True).stdout.splitlines())
+
+    return {
+        "netns": lines("ip", "netns", "list"),
+        "links": [l.split(":")[1].strip() for l in lines("ip", "-o", "link", "show")],
+        "mounts": sorted(Path("/proc/self/mounts").read_text().splitlines()),
+        "sim_processes": [l for l in lines("ps", "-eo", "args") if "gb10check/sim/boot.py" in l or "gb10sim" in l],
+    }
+
+
+@pytest.fixture(scope="module")
+def sim():
+    require_sim()
+    control.down(quiet=True)
+    before = host_snapshot()
+    path = control.up(2, quiet=True)
+    yield path, before
+    control.down(quiet=True)
+
+
+def test_nodes_answer_through_the_remote_layer(sim):
+    path, _ = sim
+    cluster = load_cluster(path)
+    for spec in cluster.nodes:
+        node = RemoteNode(spec, cluster.ssh)  # host keys verified against the sim's known_hosts
+        assert node.output("hostname").strip() == spec.name
+        assert node.output("id -un").strip() == "lenovo"
+        assert node.output("sudo -n true; echo $?").strip() == "0"
+        node.close()
+
+
+def test_cluster_file_collects(sim):
+    path, _ = sim
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "-m", "preflight or network",
+                           "--cluster", str(path)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "test_ssh_user[thinkstationpgx-32]" in proc.stdout
+
+
+def test_nodes_are_isolated_and_have_no_default_route(sim):
+    for name in control.nodes():
+        assert control.node_exec(name, "ip route show default").stdout == ""
+        assert control.node_exec(name, "cat /proc/sys/net/ipv4/ip_forward").stdout.strip() == "0"
+        # own hostname, own /etc, own processes: PID 1 is the node's init
+        assert control.node_exec(name, "hostname").stdout.strip() == name
+        assert "boot.py" in control.node_exec(name, "cat /proc/1/cmdline | tr '\\0' ' '").stdout
+    assert Path("/proc/sys/net/ipv4/ip_forward").read_text().strip() == "0"
+
+
+def test_qsfp_cable_carries_traffic(sim):
+    a, b = control.nodes()
+    assert control.node_exec(a, "ping -c 1 -W 2 -I enp1s0f0np0 169.254.159.206").returncode == 0
+    assert control.node_exec(a, "ping -c 1 -W 2 -I enP2p1s0f0np0 192.168.101.11").returncode == 0
+
+
+def test_standin_nvidia_smi_has_the_real_layout(sim):
+    """Same lines, same widths, same column separators as a real GB10's nvidia-smi (values differ)."""
+    ours = control.node_exec(control.nodes()[0], "nvidia-smi").stdout.splitlines()[1:]
+    real = read_capture("nvidia_smi/gb10-580.159.03-with-processes-jethac.txt").splitlines()[1:]
+    for mine, theirs in zip(ours[:11], real[:11]):
+        assert len(mine) == len(theirs)
+        assert [i for i, c in enumerate(mine) if c == "|"] == [i for i, c in enumerate(theirs) if c == "|"]
+
+
+def test_standin_ibdev2netdev_matches_the_capture(sim):
+    ours = control.node_exec(control.nodes()[0], "ibdev2netdev").stdout
+    real = read_capture("ibdev2netdev/gb10-blog-port0-up.txt").split("\n", 1)[1]
+    assert ours == real
+
+
+# A plain command on the node shows each scenario took effect.
+VISIBLE = {
+    "driver-mismatch": (1, "nvidia-smi; cat /proc/driver/nvidia/version", "Driver/library version mismatch"),
+    "driver-differs": (1, "nvidia-smi --query-gpu=driver_version --format=csv,noheader", "580.126.09"),
+    "ufw-no-qsfp-rules": (1, "ufw status", "Status: active"),
+    "ufw-not-persisted": (1, "iptables -S ufw-user-input | grep 169.254.0.0/16 && ! grep -q 169.254.0.0/16 /etc/ufw/user.rules && echo live-only", "live-only"),
+    "link2-down": (1, "ibdev2netdev", "roceP2p1s0f0 port 1 ==> enP2p1s0f0np0 (Down)"),
+    "gid-moved": (1, "cat /sys/class/infiniband/rocep1s0f0/ports/1/gid_attrs/types/3 /sys/class/infiniband/rocep1s0f0/ports/1/gid_attrs/types/5", "IB/RoCE v1\nRoCE v2"),
+    "low-bandwidth": (1, "cat /etc/gb10sim/state.json", '"bandwidth_gbps": 41.3'),
+    "link-speed-100g": (1, "ethtool enp1s0f0np0", "Speed: 100000Mb/s"),
+    "different-usernames": (1, "getent passwd nvidia; getent passwd lenovo || echo no-lenovo", "no-lenovo"),
+    "ssh-not-passwordless": (1, "grep -c gb10sim-shared-cluster-key /home/nvidia/.ssh/authorized_keys /home/lenovo/.ssh/authorized_keys 2>/dev/null; true", ":0"),
+    "netplan-644": (0, "stat -c %a /etc/netplan/40-cx7.yaml", "644"),
+    "same-subnet": (0, "ip -br -4 addr show enP2p1s0f0np0", "169.254.94.253/16"),
+    "healthy": (0, "ufw status", "Status: active"),
+}
+
+
+def test_every_scenario_has_a_visibility_check():
+    assert set(VISIBLE) == set(scenarios.SCENARIOS)
+
+
+@pytest.mark.parametrize("name", sorted(VISIBLE))
+def test_scenario_is_visible_on_the_node(sim, name):
+    control.up(2, quiet=True)
+    scenarios.apply(name)
+    rank, command, expected = VISIBLE[name]
+    node = control.nodes()[rank]
+    out = control.node_exec(node, command, check=False)
+    assert expected in out.stdout + out.stderr
+    assert json.loads((control.state_dir() / "sim.json").read_text())["scenarios"] == [name]
+
+
+def test_ufw_drop_is_a_real_drop(sim):
+    control.up(2, quiet=True)
+    a, b = control.nodes()
+    listen = "nohup python3 -c \"import socket;s=socket.create_server(('',29501));s.settimeout(8);s.accept()\" >/dev/null 2>&1 &"
+    probe = "python3 -c \"import socket;socket.create_connection(('169.254.159.206',29501),timeout=2)\""
+    control.node_exec(b, listen)
+    assert control.node_exec(a, "sleep 0.3;" + probe, check=False).returncode == 0
+    scenarios.apply("ufw-no-qsfp-rules")
+    control.node_exec(b, listen)
+    failed = control.node_exec(a, "sleep 0.3;" + probe, check=False)
+    assert failed.returncode != 0 and "timed out" in failed.stderr
+
+
+def test_down_leaves_nothing_and_is_idempotent(sim):
+    _, before = sim
+    control.up(2, quiet=True)
+    control.down(quiet=True)
+    control.down(quiet=True)
+    assert host_snapshot() == before
+    assert not control.state_dir().exists()
+
+
+def test_down_after_a_failed_up_cleans_up(sim, monkeypatch):
+    _, before = sim
+    monkeypatch.setattr(control, "BOOT", Path("/nonexistent/boot.py"))
+    with pytest.raises(control.SimError, match="did not boot"):
+        control.up(2, quiet=True)
+    assert host_snapshot() == before
+
+
+def test_without_root_it_refuses(sim):
+    proc = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-m",
+                           "gb10check", "sim", "down"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "the simulated cluster needs root" in proc.stderr
+
+
+def test_eight_nodes_behind_a_switch(sim):
+    try:
+        path = control.up(8, quiet=True)
+        cluster = load_cluster(path)
+        assert len(cluster.nodes) == 8 and len(cluster.link_pairs()) == 2 * 28
+        last = control.nodes()[-1]
+        assert control.node_exec(last, "ping -c 1 -W 2 169.254.100.10").returncode == 0
+        assert control.node_exec(last, "ping -c 1 -W 2 192.168.101.10").returncode == 0
+    finally:
+        control.up(2, quiet=True)
