@@ -3,7 +3,11 @@
 - `cluster`: the validated definition (--cluster PATH, else $GB10CHECK_CLUSTER, else ./cluster.yaml).
 - `node`: one test per node, id = node name; `.host` is a testinfra host, `.run()` a bounded command.
 - `link_pair`: one test per cable/link between two nodes, id = "a:netdev--b:netdev".
+- `follower`: one test per node but rank 0 (parity checks compare it with rank 0).
+- `node_link`: one test per link of each node, id = "node:netdev".
+- `path`: one test per direction of each link, id = "a:netdev->b:netdev".
 - `node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
+- `measurements`: records figures (Gb/s, tok/s ...) that the run prints at its end.
 - `head`: rank 0. `api`: an openai client bound to the served model's base URL.
 A node that cannot be reached fails its own tests with one line; the others run.
 """
@@ -40,8 +44,13 @@ def cluster_path(config: pytest.Config) -> Path | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    given = config.getoption("--cluster")
+    if given and config.inipath is None and given in config.invocation_params.args:
+        # pytest picks its root before plugins add options, so it took PATH for a test path.
+        raise pytest.UsageError(f"write --cluster={given} (with '='): with a space, pytest takes the path for a test path, "
+                                f"picks {config.rootpath} as its root and misses gb10check's pytest.ini")
     # An explicitly named file is validated before anything runs: a bad file stops here, in one line.
-    if config.getoption("--cluster") or os.environ.get("GB10CHECK_CLUSTER"):
+    if given or os.environ.get("GB10CHECK_CLUSTER"):
         get_cluster(config)
 
 
@@ -81,8 +90,47 @@ class LinkUnderTest:
         return f"<link {self.a.name}:{self.a_link.netdev} {self.a_link.address} -- {self.b.name}:{self.b_link.netdev} {self.b_link.address}>"
 
 
+@dataclass(frozen=True)
+class LinkPath:
+    """One direction of one link: traffic from src (its src_link) to dst (its dst_link address)."""
+
+    src: RemoteNode
+    src_link: Link
+    dst: RemoteNode
+    dst_link: Link
+
+
+def _params(config: pytest.Config, cluster: Cluster, name: str) -> tuple[list, list[str]]:
+    node = lambda spec: remote_node(config, spec.name)  # noqa: E731
+    by_rank = sorted(cluster.nodes, key=lambda n: n.rank)
+    if name == "node":
+        return [node(n) for n in by_rank], [n.name for n in by_rank]
+    if name == "follower":  # every node but rank 0, compared with rank 0
+        return [node(n) for n in by_rank[1:]], [n.name for n in by_rank[1:]]
+    if name == "node_link":
+        pairs = [(n, l) for n in by_rank for l in n.links]
+        return [(node(n), l) for n, l in pairs], [f"{n.name}:{l.netdev}" for n, l in pairs]
+    if name == "link_pair":
+        pairs = cluster.link_pairs()
+        return [LinkUnderTest(node(p.a), p.a_link, node(p.b), p.b_link) for p in pairs], [p.id for p in pairs]
+    if name == "path":
+        paths = [d for p in cluster.link_pairs() for d in ((p.a, p.a_link, p.b, p.b_link), (p.b, p.b_link, p.a, p.a_link))]
+        return ([LinkPath(node(a), la, node(b), lb) for a, la, b, lb in paths],
+                [f"{a.name}:{la.netdev}->{b.name}:{lb.netdev}" for a, la, b, lb in paths])
+    if name == "required_port":
+        ports = cluster.expect.reachable_ports
+        return ports, [f"port{p}" for p in ports]
+    if name == "node_pair":
+        pairs = [(a, b) for a in by_rank for b in by_rank if a.name != b.name]
+        return [(node(a), node(b)) for a, b in pairs], [f"{a.name}->{b.name}" for a, b in pairs]
+    raise KeyError(name)
+
+
+PARAMETRIZED = ("node", "follower", "node_link", "link_pair", "path", "required_port", "node_pair")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    wanted = {"node", "link_pair", "node_pair"} & set(metafunc.fixturenames)
+    wanted = [name for name in PARAMETRIZED if name in metafunc.fixturenames]
     if not wanted:
         return
     config = metafunc.config
@@ -94,23 +142,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for name in wanted:
             metafunc.parametrize(name, [])
         return
-    if "node" in wanted:
-        names = [n.name for n in sorted(cluster.nodes, key=lambda n: n.rank)]
-        metafunc.parametrize("node", [remote_node(config, n) for n in names], ids=names)
-    if "link_pair" in wanted:
-        pairs = cluster.link_pairs()
-        metafunc.parametrize(
-            "link_pair",
-            [LinkUnderTest(remote_node(config, p.a.name), p.a_link, remote_node(config, p.b.name), p.b_link) for p in pairs],
-            ids=[p.id for p in pairs],
-        )
-    if "node_pair" in wanted:
-        pairs = [(a, b) for a in cluster.nodes for b in cluster.nodes if a.name != b.name]
-        metafunc.parametrize(
-            "node_pair",
-            [(remote_node(config, a.name), remote_node(config, b.name)) for a, b in pairs],
-            ids=[f"{a.name}->{b.name}" for a, b in pairs],
-        )
+    for name in wanted:
+        values, ids = _params(config, cluster, name)
+        metafunc.parametrize(name, values, ids=ids)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -141,6 +175,45 @@ def api(cluster: Cluster):
     key_env = cluster.serving.api_key_env
     return openai.OpenAI(base_url=cluster.base_url, api_key=(os.environ.get(key_env) if key_env else None) or "EMPTY",
                          max_retries=0, timeout=120)
+
+
+MEASURE_KEY = pytest.StashKey[list]()
+
+
+@pytest.fixture
+def measurements(request: pytest.FixtureRequest):
+    """record(what, where, value, unit): figures the checks measured, printed at the end of the run.
+
+    Kept in the test's user_properties, so they reach the report (and the controller under xdist).
+    """
+
+    def record(what: str, where: str, value: float, unit: str) -> None:
+        request.node.user_properties.append(("gb10check_measurement", (what, where, value, unit)))
+
+    return record
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        for key, value in report.user_properties:
+            if key == "gb10check_measurement":
+                measured.append(tuple(value))
+
+
+measured: list[tuple] = []
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    rows = measured
+    if rows:
+        terminalreporter.section("gb10check measurements")
+        totals: dict[tuple[str, str], float] = {}
+        for what, where, value, unit in rows:
+            terminalreporter.write_line(f"{what:<28} {where:<64} {value:>10.2f} {unit}")
+            totals[(what, unit)] = totals.get((what, unit), 0.0) + value
+        for (what, unit), total in totals.items():
+            if unit == "Gb/s":
+                terminalreporter.write_line(f"{what:<28} {'sum over all links':<64} {total:>10.2f} {unit}")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -32,7 +32,7 @@ class Outcome:
 def run_suite(cluster: Path, *args: str, timeout: int = 300) -> dict[str, Outcome]:
     """pytest on tests/ against the cluster, as a user runs it; outcome and message per test id."""
     report = cluster.parent / "selftest-junit.xml"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--cluster", str(cluster),
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--cluster={cluster}",
                            f"--junitxml={report}", "-o", "junit_family=xunit1", *args],
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
     if proc.returncode not in (0, 1):

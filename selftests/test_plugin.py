@@ -26,7 +26,7 @@ def test_malformed_cluster_stops_in_one_line(tmp_path):
     data["nodes"][1]["rank"] = 0
     bad = tmp_path / "cluster.yaml"
     bad.write_text(yaml.safe_dump(data))
-    run = pytest_run("-m", "preflight", "--collect-only", "--cluster", str(bad))
+    run = pytest_run("-m", "preflight", "--collect-only", f"--cluster={bad}")
     assert run.returncode == 4
     lines = [l for l in (run.stdout + run.stderr).splitlines() if "invalid cluster file" in l]
     assert lines == [f"ERROR: invalid cluster file: {bad}: ranks must be 0..1, each exactly once; got [0, 0]"], run.stdout + run.stderr
@@ -43,3 +43,11 @@ def test_every_check_carries_its_suite_marker():
     for suite in ("preflight", "network", "serving"):
         for path in (REPO / "tests" / suite).glob("test_*.py"):
             assert f"pytest.mark.{suite}" in path.read_text(), f"{path} lacks pytestmark = pytest.mark.{suite}"
+
+
+def test_cluster_path_with_a_space_outside_the_suite_is_explained(tmp_path):
+    path = tmp_path / "cluster.yaml"
+    path.write_text((REPO / "cluster.example.yaml").read_text())
+    run = pytest_run("-m", "preflight", "--collect-only", "--cluster", str(path))
+    assert run.returncode == 4
+    assert f"write --cluster={path} (with '=')" in run.stdout + run.stderr

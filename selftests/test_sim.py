@@ -53,7 +53,7 @@ def test_nodes_answer_through_the_remote_layer(sim):
 def test_cluster_file_collects(sim):
     path, _ = sim
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "-m", "preflight or network",
-                           "--cluster", str(path)], cwd=REPO, capture_output=True, text=True)
+                           f"--cluster={path}"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "test_ssh_user[thinkstationpgx-32]" in proc.stdout
 

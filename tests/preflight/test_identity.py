@@ -1,14 +1,45 @@
-"""Identity: every node answers over SSH as the same user (NVIDIA's cluster scripts require it)."""
+"""Identity and parity: same user everywhere, same OS image, kernel and architecture as rank 0, the GPU the profile names."""
 
 import pytest
 
-from gb10check.verdict import fail
+from gb10check.checks import host
+from gb10check.facts import nvidia
+from gb10check.gather import parsed, text
+from gb10check.remedies import Code
+from gb10check.remote import NodeUnreachable
+from gb10check.verdict import Finding, report
 
 pytestmark = pytest.mark.preflight
 
 
 def test_ssh_user(node, cluster):
-    seen = node.output("id -un").strip()
-    if seen != cluster.ssh.user:
-        fail(node.name, f"logged in as {seen!r}", f"user {cluster.ssh.user!r} on every node",
-             f"create user {cluster.ssh.user} on {node.name} (same name on all nodes) or fix ssh.user in the cluster file")
+    user = cluster.ssh.user
+    try:
+        seen = node.output("id -un").strip()
+    except NodeUnreachable as exc:
+        if "Authentication failed" not in str(exc):
+            raise
+        report([Finding(Code.SSH_USER, node.name, f"login as {user!r} refused ({exc})", f"user {user!r} with the runner's key",
+                        user=user)])
+    report([Finding(Code.SSH_USER, node.name, f"logged in as {seen!r}", f"user {user!r}", user=user)] if seen != user else [])
+
+
+def identity(node) -> dict[str, str]:
+    release = node.output("cat /etc/dgx-release 2>/dev/null || cat /etc/os-release")
+    return {"OS image": host.os_release(release), "kernel": node.output("uname -r").strip(),
+            "architecture": node.output("uname -m").strip()}
+
+
+def test_os_parity(follower, head):
+    report(host.judge_parity(follower.name, head.name, identity(follower), identity(head)))
+
+
+def test_gpu_name(node, cluster):
+    answer = text(node, "nvidia-smi --query-gpu=name --format=csv")
+    if nvidia.nvml_mismatch(answer):
+        pytest.skip(f"{node.name}: cannot ask the GPU its name: NVML driver/library version mismatch (test_driver_parity fails for it)")
+    rows = parsed(node, "nvidia_smi_query", "nvidia-smi --query-gpu=name --format=csv")
+    names = [r.get("name") for r in rows]
+    expected = cluster.expect.gpu_name
+    report([] if names and all(n == expected for n in names) else
+           [Finding(Code.GPU_NAME, node.name, f"GPU {', '.join(map(str, names)) or 'none'}", expected)])

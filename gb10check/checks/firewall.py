@@ -1,0 +1,48 @@
+"""ufw: the QSFP subnets and the API port allowed, and persisted so they survive a reboot."""
+
+import ipaddress
+
+from ..facts import ufw
+from ..remedies import Code
+from ..verdict import Finding
+
+
+def judge(node: str, status: ufw.UfwStatus, user_rules: ufw.UserRules | None, ufw_conf: str, live_input: str,
+          sources: list[str], ports: list[str]) -> list[Finding]:
+    if not status.active:
+        return []
+    findings = []
+    for source in sources:
+        if not status.allows(source):
+            by_hand = _live_accepts(live_input, source)
+            if by_hand:
+                findings.append(Finding(Code.UFW_NOT_PERSISTED, node, f"{source} accepted only by a hand-made iptables rule "
+                                        f"({by_hand.strip()})", f"a ufw rule allowing {source}", source=source))
+            else:
+                findings.append(Finding(Code.UFW_SOURCE, node, f"ufw active, default {status.default_incoming or '?'} incoming, "
+                                        f"no rule allowing {source}", f"traffic from {source} allowed", source=source))
+        elif user_rules is not None and not user_rules.allows(source):
+            findings.append(Finding(Code.UFW_NOT_PERSISTED, node, f"{source} allowed now but not in /etc/ufw/user.rules",
+                                    f"the rule persisted in /etc/ufw/user.rules", source=source))
+    for port_proto in ports:
+        port, proto = port_proto.split("/")
+        if not (status.allows("0.0.0.0/0", int(port), proto) or all(status.allows(src, int(port), proto) for src in sources)):
+            findings.append(Finding(Code.UFW_PORT, node, f"no ufw rule allowing {port_proto}", f"{port_proto} allowed",
+                                    port=port_proto))
+    if "ENABLED=yes" not in ufw_conf.replace(" ", ""):
+        findings.append(Finding(Code.UFW_NOT_AT_BOOT, node, "ENABLED is not yes in /etc/ufw/ufw.conf",
+                                "ufw enabled at boot (its rules loaded after a reboot)"))
+    return findings
+
+
+def _live_accepts(iptables_s: str, source: str) -> str | None:
+    net = ipaddress.ip_network(source)
+    for line in iptables_s.splitlines():
+        parts = line.split()
+        if "-s" in parts and "ACCEPT" in parts:
+            try:
+                if net.subnet_of(ipaddress.ip_network(parts[parts.index("-s") + 1], strict=False)):
+                    return line
+            except ValueError:
+                continue
+    return None

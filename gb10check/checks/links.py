@@ -1,0 +1,93 @@
+"""Links: RDMA device -> netdev mapping and state, port state, speed, addressing, GIDs."""
+
+import ipaddress
+
+from ..cluster import Link
+from ..facts.ethtool import EthtoolLink
+from ..facts.ibdev2netdev import RdmaNetdev
+from ..facts.ip import Interface
+from ..facts.rdma import IbPort
+from ..remedies import Code
+from ..verdict import Finding
+
+
+def judge_ibdev2netdev(node: str, links: list[Link], mapping: list[RdmaNetdev]) -> list[Finding]:
+    by_dev = {m.rdma_device: m for m in mapping}
+    findings = []
+    for link in links:
+        where = f"{node}:{link.netdev}"
+        m = by_dev.get(link.rdma_device)
+        if m is None or m.netdev != link.netdev:
+            seen = f"{link.rdma_device} ==> {m.netdev}" if m else f"no {link.rdma_device} in ibdev2netdev"
+            findings.append(Finding(Code.LINK_MISSING, where, seen, f"{link.rdma_device} ==> {link.netdev}",
+                                    device=link.rdma_device, netdev=link.netdev))
+        elif m.state != "up":
+            findings.append(Finding(Code.LINK_DOWN, where, f"{m.rdma_device} port {m.port} ==> {m.netdev} (Down)",
+                                    f"{link.netdev} (Up)", netdev=link.netdev))
+    return findings
+
+
+def up_links(mapping: list[RdmaNetdev]) -> set[str]:
+    return {f"{m.rdma_device}->{m.netdev}" for m in mapping if m.state == "up"}
+
+
+def judge_port(node: str, link: Link, ports: list[IbPort]) -> list[Finding]:
+    port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
+    where = f"{node}:{link.netdev}"
+    if port is None:
+        return [Finding(Code.LINK_MISSING, where, f"no /sys/class/infiniband/{link.rdma_device}", "the RDMA device present",
+                        device=link.rdma_device, netdev=link.netdev)]
+    if port.port_state != "ACTIVE" or (port.phys_state or "LinkUp") != "LinkUp":
+        return [Finding(Code.PORT_NOT_ACTIVE, where, f"{link.rdma_device} port {port.port} state {port.port_state}, "
+                        f"phys_state {port.phys_state}", "ACTIVE, LinkUp", device=link.rdma_device)]
+    return []
+
+
+def judge_speed(node: str, link: Link, eth: list[EthtoolLink], expected_mbps: int) -> list[Finding]:
+    where = f"{node}:{link.netdev}"
+    speed = next((e.speed_mbps for e in eth if e.interface in (link.netdev, None)), None)
+    if speed is None:
+        return [Finding(Code.LINK_DOWN, where, "ethtool Speed: Unknown! (no link)", f"{expected_mbps} Mb/s", netdev=link.netdev)]
+    if speed < expected_mbps:
+        return [Finding(Code.LINK_SPEED, where, f"{speed} Mb/s", f"{expected_mbps} Mb/s", warning=True, netdev=link.netdev)]
+    return []
+
+
+def judge_address(node: str, link: Link, ifaces: list[Interface]) -> list[Finding]:
+    iface = next((i for i in ifaces if i.name == link.netdev), None)
+    where = f"{node}:{link.netdev}"
+    have = iface.ipv4 if iface else []
+    if str(link.address) not in have:
+        return [Finding(Code.ADDRESS_MISSING, where, f"IPv4 {', '.join(have) or 'none'}", str(link.address),
+                        netdev=link.netdev, address=str(link.address))]
+    return []
+
+
+def judge_distinct_subnets(node: str, links: list[Link], ifaces: list[Interface]) -> list[Finding]:
+    nets = []
+    for link in links:
+        iface = next((i for i in ifaces if i.name == link.netdev), None)
+        for addr in iface.ipv4 if iface else []:
+            nets.append((link.netdev, ipaddress.ip_interface(addr).network))
+    findings = []
+    for i, (dev_a, net_a) in enumerate(nets):
+        for dev_b, net_b in nets[i + 1:]:
+            if dev_a != dev_b and net_a.overlaps(net_b):
+                findings.append(Finding(Code.SAME_SUBNET, node, f"{dev_a} {net_a} and {dev_b} {net_b} overlap",
+                                        "each logical link on its own subnet"))
+    return findings
+
+
+def judge_gid(node: str, link: Link, ports: list[IbPort], index: int, gid_type: str) -> list[Finding]:
+    port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
+    where = f"{node}:{link.rdma_device}"
+    ip = link.ip
+    gids = port.gids if port else []
+    right = [g.index for g in gids if g.type == gid_type and g.ipv4 == ip]
+    at = next((g for g in gids if g.index == index), None)
+    if at is not None and at.type == gid_type and at.ipv4 == ip:
+        return []
+    seen = f"GID {index} is {at.type} {at.ipv4 or at.gid}" if at else f"no GID at index {index}"
+    where_right = f"{gid_type} with {ip} is at index {right[0]}" if right else f"no {gid_type} GID holds {ip}"
+    return [Finding(Code.GID_NOT_ROCE_V2, where, f"{seen}; {where_right}", f"GID {index} = {gid_type} with {ip}",
+                    device=link.rdma_device, right_index=right[0] if right else "?")]

@@ -1,0 +1,93 @@
+"""Failure codes and their fixes: one table for every check (the seed's troubleshooting table, and ours).
+
+A check reports `Finding(Code.X, where, seen, expected, **params)`; the fix text comes from here,
+so every failure carries one, and a self-test checks that every code is used by a check.
+"""
+
+from enum import Enum
+
+
+class Code(str, Enum):
+    SSH_USER = "ssh-user"
+    OS_PARITY = "os-parity"
+    GPU_NAME = "gpu-name"
+    NVML_MISMATCH = "nvml-mismatch"
+    DRIVER_MISMATCH = "driver-mismatch"
+    DRIVER_DIFFERS = "driver-differs"
+    NO_DRIVER = "no-driver"
+    UFW_SOURCE = "ufw-source"
+    UFW_PORT = "ufw-port"
+    UFW_NOT_PERSISTED = "ufw-not-persisted"
+    UFW_NOT_AT_BOOT = "ufw-not-at-boot"
+    CLOCK_SKEW = "clock-skew"
+    LINK_MISSING = "link-missing"
+    LINK_DOWN = "link-down"
+    UP_LINKS_DIFFER = "up-links-differ"
+    PORT_NOT_ACTIVE = "port-not-active"
+    LINK_SPEED = "link-speed"
+    NETPLAN_MISSING = "netplan-missing"
+    NETPLAN_MODE = "netplan-mode"
+    NETPLAN_CONTENT = "netplan-content"
+    ADDRESS_MISSING = "address-missing"
+    SAME_SUBNET = "same-subnet"
+    DEFAULT_ROUTE_QSFP = "default-route-qsfp"
+    MTU_MISMATCH = "mtu-mismatch"
+    ROUTE_WRONG_DEV = "route-wrong-dev"
+    PING = "ping"
+    SSH_MESH = "ssh-mesh"
+    GID_NOT_ROCE_V2 = "gid-not-roce-v2"
+    PORT_BLOCKED = "port-blocked"
+    RDMA_BANDWIDTH = "rdma-bandwidth"
+    RDMA_RUN = "rdma-run"
+    GARBLED = "garbled-output"
+
+
+REMEDIES: dict[Code, str] = {
+    Code.SSH_USER: "create user {user} on {node} (NVIDIA's cluster scripts need the same user name on every node), "
+                   "install the runner's key for it, or fix ssh.user in the cluster file",
+    Code.OS_PARITY: "install the same DGX OS / GB10 image and kernel on {node} as on {head} (apt full-upgrade on both, then reboot)",
+    Code.GPU_NAME: "check that {node} is a GB10 machine and that the driver sees the GPU (nvidia-smi -L), or fix expect.gpu_name",
+    Code.NVML_MISMATCH: "reboot {node}: the loaded kernel module is older than the installed user-mode driver "
+                        "(seed: 580.159.03 kernel vs 580.173.02 user mode after fifty days of uptime)",
+    Code.DRIVER_MISMATCH: "reboot {node} so the loaded kernel module matches the installed driver",
+    Code.DRIVER_DIFFERS: "install the same NVIDIA driver on every node (apt install the version {head} runs), then reboot {node}",
+    Code.NO_DRIVER: "install the NVIDIA driver on {node} or check that the module is loaded (lsmod | grep nvidia)",
+    Code.UFW_SOURCE: "sudo ufw allow from {source} on {node} (torch rendezvous, NCCL and Gloo use ports that change)",
+    Code.UFW_PORT: "sudo ufw allow {port} on {node}",
+    Code.UFW_NOT_PERSISTED: "on {node} add the rule through ufw (sudo ufw allow from {source}) instead of iptables: "
+                            "hand-made iptables rules are gone after a reboot",
+    Code.UFW_NOT_AT_BOOT: "on {node} run sudo ufw enable (sets ENABLED=yes in /etc/ufw/ufw.conf) so the rules load at boot",
+    Code.CLOCK_SKEW: "enable time synchronisation on {node} (sudo timedatectl set-ntp true) and check chrony/systemd-timesyncd",
+    Code.LINK_MISSING: "check the ConnectX-7 driver on {node} (ibdev2netdev should list {device} ==> {netdev}) or fix the link in the cluster file",
+    Code.LINK_DOWN: "check the QSFP cable on {node} {netdev} and its peer; then sudo ip link set {netdev} up and netplan apply",
+    Code.UP_LINKS_DIFFER: "cable the same QSFP ports on every node: NVIDIA's cluster tools require the same Up links everywhere",
+    Code.PORT_NOT_ACTIVE: "the RDMA port of {device} on {node} is not ACTIVE/LinkUp: reseat the cable, check the peer port",
+    Code.LINK_SPEED: "check the QSFP cable (200G rated) and, behind a switch, the switch port speed setting for {node} {netdev}",
+    Code.NETPLAN_MISSING: "write {path} on {node} (scripts/netplan does it) and sudo netplan apply",
+    Code.NETPLAN_MODE: "sudo chmod 600 {path} on {node} (netplan warns about and others can read a wider mode)",
+    Code.NETPLAN_CONTENT: "add {netdev} to {path} on {node} and sudo netplan apply",
+    Code.ADDRESS_MISSING: "give {netdev} on {node} the address {address} (netplan), or fix the cluster file",
+    Code.SAME_SUBNET: "put each logical link of {node} on its own subnet (e.g. 169.254.0.0/16 and 192.168.101.0/24) in netplan",
+    Code.DEFAULT_ROUTE_QSFP: "remove the default route through {netdev} on {node}: QSFP links are point-to-point (no gateway in netplan)",
+    Code.MTU_MISMATCH: "set the same MTU on both ends of the link ({node} {netdev} and its peer) in netplan",
+    Code.ROUTE_WRONG_DEV: "traffic from {node} to {peer} must leave through {netdev}: fix overlapping subnets or routes in netplan",
+    Code.PING: "check the cable, addresses and ufw on both ends of {node} {netdev} -> {peer}",
+    Code.SSH_MESH: "run scripts/ssh-keys (or NVIDIA's discover-sparks) so {node} reaches {peer} without a password, as the same user",
+    Code.GID_NOT_ROCE_V2: "use NCCL_IB_GID_INDEX={right_index} for {device} on {node} (the index holding RoCE v2 with the node's IPv4), "
+                          "or set expect.roce_gid_index; the order can change after a link flap",
+    Code.PORT_BLOCKED: "on {node}: sudo ufw allow from {source} to any port {port} proto tcp (or allow the whole QSFP subnet "
+                       "{source}); seed: UFW must allow 169.254/16 and 192.168.101.0/24",
+    Code.RDMA_BANDWIDTH: "check the cable and both ports' speed (ethtool), NCCL_IB_HCA and the GID index for {device}; "
+                         "seed: about 109 Gb/s per logical link",
+    Code.RDMA_RUN: "ib_write_bw could not run between {node} and {peer}: check perftest is installed, the port is open, the device is up",
+    Code.GARBLED: "the output of `{command}` on {node} could not be read; run it by hand and check the tool works",
+}
+
+
+def fix(code: Code, **params) -> str:
+    return REMEDIES[code].format_map(_Blank(params))
+
+
+class _Blank(dict):
+    def __missing__(self, key):  # a remedy never fails to print for want of a parameter
+        return "{" + key + "}"

@@ -1,0 +1,43 @@
+"""RDMA bandwidth per logical link: ib_write_bw server on one end, client on the other, over the link's device and GID."""
+
+import time
+
+import pytest
+
+from gb10check.facts import perftest
+from gb10check.remedies import Code
+from gb10check.verdict import Finding, report
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+DURATION_S = 3
+
+
+def test_ib_write_bw(link_pair, cluster, measurements):
+    lp, expect = link_pair, cluster.expect
+    # One port per link of the server node: the links of one pair can run at once under xdist.
+    port = expect.perftest_port + [l.netdev for l in lp.b.links].index(lp.b_link.netdev)
+    gid = expect.roce_gid_index
+    log = f"/tmp/gb10check-ibw-{port}.log"
+    lp.b.run(f"nohup timeout {DURATION_S + 60} ib_write_bw -d {lp.b_link.rdma_device} -x {gid} -p {port} -D {DURATION_S} -F "
+             f"--report_gbits > {log} 2>&1 &")
+    try:
+        for _ in range(30):  # the server prints its banner once it listens
+            if "Waiting for client" in lp.b.run(f"cat {log}").stdout:
+                break
+            time.sleep(0.1)
+        out = lp.a.run(f"ib_write_bw -d {lp.a_link.rdma_device} -x {gid} -p {port} -D {DURATION_S} -F --report_gbits "
+                       f"{lp.b_link.ip}", timeout=DURATION_S + 30)
+    finally:
+        lp.b.run(f"pkill -f 'ib_write_bw .*-p {port} ' || true")
+    where = f"{lp.a.name}:{lp.a_link.rdma_device}->{lp.b.name}:{lp.b_link.rdma_device}"
+    try:
+        result = perftest.parse(out.stdout + out.stderr)
+    except perftest.ParseError as exc:
+        report([Finding(Code.RDMA_RUN, where, str(exc), "ib_write_bw results", peer=lp.b.name)])
+    if result.error or result.bw_average_gbps is None:
+        report([Finding(Code.RDMA_RUN, where, result.error or "no bandwidth figure", "ib_write_bw results", peer=lp.b.name)])
+    measurements("ib_write_bw", where, result.bw_average_gbps, "Gb/s")
+    report([] if result.bw_average_gbps >= expect.min_ib_write_bw_gbps else
+           [Finding(Code.RDMA_BANDWIDTH, where, f"{result.bw_average_gbps:.2f} Gb/s", f">= {expect.min_ib_write_bw_gbps:g} Gb/s",
+                    device=lp.a_link.rdma_device)])
