@@ -32,7 +32,7 @@ class Finding:
 
     def __init__(self, code: Code, where: str, seen: str, expected: str, warning: bool = False, **params):
         self.code, self.where, self.seen, self.expected, self.warning = code, where, seen, expected, warning
-        self.params = {"node": where.split(":")[0], **params}
+        self.params = {"node": where.split(":")[0].split("->")[0], **params}
 
     @property
     def text(self) -> str:

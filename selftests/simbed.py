@@ -29,7 +29,13 @@ class Outcome:
     message: str
 
 
-def run_suite(cluster: Path, *args: str, timeout: int = 300) -> dict[str, Outcome]:
+@dataclass
+class SuiteRun:
+    results: dict[str, Outcome]
+    stdout: str
+
+
+def run_suite(cluster: Path, *args: str, timeout: int = 300) -> SuiteRun:
     """pytest on tests/ against the cluster, as a user runs it; outcome and message per test id."""
     report = cluster.parent / "selftest-junit.xml"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--cluster={cluster}",
@@ -47,8 +53,4 @@ def run_suite(cluster: Path, *args: str, timeout: int = 300) -> dict[str, Outcom
                 outcome = "failed" if kind == "failure" else kind
                 message = (el.get("message") or "") + "\n" + (el.text or "")
         results[test_id] = Outcome(outcome, message)
-    return results
-
-
-def failed(results: dict[str, Outcome]) -> dict[str, str]:
-    return {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
+    return SuiteRun(results, proc.stdout)

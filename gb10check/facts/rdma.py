@@ -97,7 +97,7 @@ def parse_show_gids(text: str) -> list[Gid]:
 # shell loops (what people post: "rocep1s0f1: 4: ACTIVE rate=200 Gb/sec (2X NDR) ...").
 
 SYSFS = re.compile(r"^/sys/class/infiniband/(?P<dev>[^/]+)/ports/(?P<port>\d+)/(?P<leaf>[^:]+):(?P<value>.*)$")
-STATE = re.compile(r"\b(?P<num>\d):\s*(?P<word>[A-Z_]+)\b")
+STATE = re.compile(r"\b(?P<num>\d):\s*(?P<word>[A-Za-z_]+)\b")
 RATE = re.compile(r"(?P<gbps>\d+(?:\.\d+)?)\s*Gb/sec(?:\s*\((?P<width>[^)]*)\))?")
 LINK_LAYER = re.compile(r"link_layer=(\S+)")
 

@@ -1,0 +1,140 @@
+"""Each check proven on the simulated cluster: the healthy pair passes, and each fault scenario fails
+exactly the checks that exist to catch it, with the message a user needs.
+
+This is the table scenario -> failing tests. Everything not listed must pass (or skip with a reason).
+"""
+
+import re
+
+import pytest
+
+from gb10check.sim import control, scenarios
+
+from .simbed import require_sim, run_suite
+
+pytestmark = pytest.mark.sim
+
+A, B = "thinkstationpgx-30", "thinkstationpgx-32"
+L0, L1 = "enp1s0f0np0", "enP2p1s0f0np0"
+PF, NW = "tests/preflight", "tests/network"
+
+
+def path(src, dst, link):
+    return f"{src}:{link}->{dst}:{link}"
+
+
+def pair(link):
+    return f"{A}:{link}--{B}:{link}"
+
+
+EXPECTED: dict[str, dict[str, str]] = {
+    "healthy": {},
+    "driver-mismatch": {
+        f"{PF}/test_driver.py::test_driver_parity[{B}]":
+            rf"\[nvml-mismatch\] {B}: saw nvidia-smi: 'Driver/library version mismatch' .*kernel module 580\.159\.03.*\n  fix: reboot {B}",
+    },
+    "driver-differs": {
+        f"{PF}/test_driver.py::test_driver_same_as_head[{B}]":
+            rf"\[driver-differs\] {B}: saw driver 580\.126\.09; expected driver 580\.173\.02 as on {A}",
+    },
+    "ufw-no-qsfp-rules": {
+        f"{PF}/test_firewall.py::test_firewall[{B}]": r"no rule allowing 169\.254\.0\.0/16.*\n  fix: sudo ufw allow from 169\.254\.0\.0/16",
+        **{f"{NW}/test_reachability.py::test_port_open[{path(A, B, l)}-port{p}]":
+           rf"\[port-blocked\] {B}:{p}/tcp: saw connection from {A} \(\S+\) to \S+:{p} dropped \(a firewall\) after 3 s.*\n"
+           rf"  fix: on {B}: sudo ufw allow from \S+ to any port {p} proto tcp"
+           for l in (L0, L1) for p in (29501, 18515)},
+        **{f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(l)}]": r"\[rdma-run\] .*Couldn't connect to" for l in (L0, L1)},
+    },
+    "ufw-not-persisted": {
+        f"{PF}/test_firewall.py::test_firewall[{B}]": r"\[ufw-not-persisted\] .*169\.254\.0\.0/16 accepted only by a hand-made iptables rule",
+    },
+    "link2-down": {
+        **{f"{NW}/test_links.py::test_rdma_link_up[{n}:{L1}]": rf"\[link-down\] {n}:{L1}: saw roceP2p1s0f0 port 1 ==> {L1} \(Down\)"
+           for n in (A, B)},
+        **{f"{NW}/test_links.py::test_rdma_port_active[{n}:{L1}]": r"\[port-not-active\] .*state DOWN, phys_state Disabled"
+           for n in (A, B)},
+        **{f"{NW}/test_links.py::test_link_speed[{n}:{L1}]": r"\[link-down\] .*Speed: Unknown!" for n in (A, B)},
+        **{f"{NW}/test_reachability.py::test_ping[{path(s, d, L1)}]": r"\[ping\] .*saw no reply" for s, d in ((A, B), (B, A))},
+        **{f"{NW}/test_reachability.py::test_ssh_mesh[{path(s, d, L1)}]": r"\[ssh-mesh\] .*(No route|unreachable)"
+           for s, d in ((A, B), (B, A))},
+        f"{NW}/test_addressing.py::test_route_to_peer[{path(B, A, L1)}]": r"\[route-wrong-dev\] .*Network is unreachable",
+        f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-run\] .*Couldn't set the link layer",
+    },
+    "gid-moved": {
+        f"{NW}/test_roce.py::test_roce_gid[{B}:{l}]":
+            rf"\[gid-not-roce-v2\] {B}:{d}: saw GID 3 is RoCE v1 {ip}; RoCE v2 with {ip} is at index 5.*\n"
+            rf"  fix: use NCCL_IB_GID_INDEX=5 for {d} on {B}"
+        for l, d, ip in ((L0, "rocep1s0f0", r"169\.254\.159\.206"), (L1, "roceP2p1s0f0", r"192\.168\.101\.11"))
+    },
+    "low-bandwidth": {
+        f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-bandwidth\] .*saw 41\.30 Gb/s; expected >= 90 Gb/s",
+    },
+    "link-speed-100g": {},  # a warning, not a failure: see test_link_speed_warning
+    "ssh-not-passwordless": {
+        f"{NW}/test_reachability.py::test_ssh_mesh[{path(A, B, l)}]": r"\[ssh-mesh\] .*Permission denied \(publickey\)" for l in (L0, L1)
+    },
+    "netplan-644": {
+        f"{NW}/test_addressing.py::test_netplan_file[{A}]": r"\[netplan-mode\] .*mode 644; expected mode 600\n  fix: sudo chmod 600",
+    },
+    "same-subnet": {
+        **{f"{NW}/test_addressing.py::test_links_on_distinct_subnets[{n}]": r"\[same-subnet\] .*overlap" for n in (A, B)},
+        **{f"{NW}/test_addressing.py::test_link_address[{n}:{L1}]": r"\[address-missing\] .*expected 192\.168\.101\.1\d/24"
+           for n in (A, B)},
+        **{f"{NW}/test_addressing.py::test_route_to_peer[{path(s, d, L1)}]": r"\[route-wrong-dev\]" for s, d in ((A, B), (B, A))},
+        **{f"{NW}/test_reachability.py::test_ping[{path(s, d, L1)}]": r"\[ping\]" for s, d in ((A, B), (B, A))},
+        **{f"{NW}/test_reachability.py::test_ssh_mesh[{path(s, d, L1)}]": r"\[ssh-mesh\]" for s, d in ((A, B), (B, A))},
+        **{f"{NW}/test_roce.py::test_roce_gid[{n}:{L1}]": r"\[gid-not-roce-v2\] .*no RoCE v2 GID holds 192\.168\.101" for n in (A, B)},
+        f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-run\]",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def bed():
+    require_sim()
+    yield
+    control.down(quiet=True)
+
+
+def outcomes_under(name: str):
+    path = control.up(2, quiet=True)
+    if name != "healthy":
+        scenarios.apply(name)
+    return run_suite(path, "-m", "preflight or network")
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_scenario_fails_exactly_its_checks(bed, name):
+    results = outcomes_under(name).results
+    failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
+    assert set(failed) == set(EXPECTED[name]), "\n".join(sorted(set(failed) ^ set(EXPECTED[name])))
+    for test_id, pattern in EXPECTED[name].items():
+        assert re.search(pattern, failed[test_id]), f"{test_id}:\n{failed[test_id]}"
+    skipped = {k: v.message for k, v in results.items() if v.outcome == "skipped"}
+    assert all(m.strip() for m in skipped.values()), "every skip states its reason"
+
+
+def test_different_usernames_fails_that_node_and_only_it(bed):
+    results = outcomes_under("different-usernames").results
+    for test_id, outcome in results.items():
+        if outcome.outcome == "failed":  # every failure is that node's, and says why
+            assert re.search(rf"node {B} unreachable at 198\.18\.0\.11: Authentication failed|"
+                             rf"\[ssh-user\] {B}: saw login as 'lenovo' refused|\[ssh-mesh\] {A}->{B}: .*Permission denied",
+                             outcome.message), outcome.message
+        if re.search(rf"\[{B}[\]:]", test_id):  # every check of that node fails
+            assert outcome.outcome == "failed", test_id
+        if B not in test_id:  # no check that does not touch it
+            assert outcome.outcome in ("passed", "skipped"), (test_id, outcome.message)
+    user = results[f"{PF}/test_identity.py::test_ssh_user[{B}]"].message
+    assert f"fix: create user lenovo on {B} (NVIDIA's cluster scripts need the same user name on every node)" in user
+
+
+def test_link_speed_warning(bed):
+    run = outcomes_under("link-speed-100g")
+    assert run.results[f"{NW}/test_links.py::test_link_speed[{B}:{L0}]"].outcome == "passed"
+    assert f"Degraded: [link-speed] {B}:{L0}: saw 100000 Mb/s; expected 200000 Mb/s" in run.stdout
+    assert f"fix: check the QSFP cable (200G rated) and, behind a switch, the switch port speed setting for {B} {L0}" in run.stdout
+
+
+def test_every_scenario_is_proven():
+    assert set(EXPECTED) | {"different-usernames"} == set(scenarios.SCENARIOS)
