@@ -40,6 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="file to read; - or nothing for standard input")
     p.add_argument("--list", action="store_true", help="list the kinds")
     p.set_defaults(func=cmd_parse)
+    p = sub.add_parser("size", help="will a checkpoint fit a node's unified memory? (offline, from config.json and the index)")
+    p.add_argument("--config", required=True, help="the model's config.json")
+    p.add_argument("--index", required=True, help="its model.safetensors.index.json")
+    p.add_argument("--tp", type=int, required=True, help="tensor parallel size (one rank per node on GB10)")
+    p.add_argument("--max-model-len", type=int, required=True)
+    p.add_argument("--max-num-seqs", type=int, default=8)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.8)
+    p.add_argument("--memory", default="119 GiB", help="unified memory per node (default 119 GiB)")
+    p.add_argument("--container-limit", help="the container's memory limit, e.g. 105G")
+    p.add_argument("--kv-dtype", default="bfloat16")
+    p.add_argument("--overhead", default="4 GiB", help="activations and runtime per rank (default 4 GiB)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(func=cmd_size)
     sim = sub.add_parser("sim", help="the simulated GB10 cluster (root): up, down, status, apply, scenarios")
     simsub = sim.add_subparsers(dest="sim_command", required=True)
     p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
@@ -55,6 +68,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("command")
     sim.set_defaults(func=cmd_sim)
     return parser
+
+
+def cmd_size(args: argparse.Namespace) -> int:
+    from .cluster import gib
+    from .sizing import SizingError, fit, load_json
+
+    try:
+        result = fit(load_json(args.config, "config"), load_json(args.index, "index"), args.tp, args.max_model_len,
+                     args.max_num_seqs, args.gpu_memory_utilization, gib(args.memory),
+                     gib(args.container_limit) if args.container_limit else None, args.kv_dtype, overhead_gib=gib(args.overhead))
+    except (SizingError, ValueError) as exc:
+        print(f"gb10check size: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump(result.as_dict(), sys.stdout, indent=2)
+        print()
+    else:
+        print(result.table())
+    return 0 if result.ok else 1
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
