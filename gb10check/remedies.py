@@ -39,6 +39,16 @@ class Code(str, Enum):
     PORT_BLOCKED = "port-blocked"
     RDMA_BANDWIDTH = "rdma-bandwidth"
     RDMA_RUN = "rdma-run"
+    MODEL_MISSING = "model-missing"
+    MODEL_INCOMPLETE = "model-incomplete"
+    MODEL_DEREFERENCED = "model-dereferenced"
+    MODEL_UNREADABLE = "model-unreadable"
+    MODEL_DIFFERS = "model-differs"
+    MODEL_WEDGE = "model-wedge"
+    MODEL_TOO_BIG = "model-too-big"
+    CONTAINER_LIMIT_LOW = "container-limit-low"
+    MEMORY_LOW = "memory-low"
+    PAGE_CACHE = "page-cache"
     GARBLED = "garbled-output"
 
 
@@ -80,6 +90,19 @@ REMEDIES: dict[Code, str] = {
     Code.RDMA_BANDWIDTH: "check the cable and both ports' speed (ethtool), NCCL_IB_HCA and the GID index for {device}; "
                          "seed: about 109 Gb/s per logical link",
     Code.RDMA_RUN: "ib_write_bw could not run between {node} and {peer}: check perftest is installed, the port is open, the device is up",
+    Code.MODEL_MISSING: "download {repo} into the Hugging Face cache on rank 0 and run scripts/sync-artifacts to copy it to {node}",
+    Code.MODEL_INCOMPLETE: "the download of {repo} on {node} is incomplete: resume it on rank 0 and sync again (rsync without -L)",
+    Code.MODEL_DEREFERENCED: "the cache on {node} was copied with links followed (rsync -L or cp -L), doubling the disk use: "
+                             "sync it again from rank 0 with rsync -a (no -L)",
+    Code.MODEL_UNREADABLE: "sudo chmod -R a+rX the hub folder of {repo} on {node} (seed: rsync fails on trees/*.json otherwise)",
+    Code.MODEL_DIFFERS: "sync the cache from {head} to {node} again (scripts/sync-artifacts) and compare sizes",
+    Code.MODEL_WEDGE: "use the FP8 checkpoint (seed: Qwen3.8-Flash-Next-FP8, 86.4 GiB per node) or more nodes; never start this one: "
+                      "the driver spins in nv_alloc_system_pages and only a reboot ends it",
+    Code.MODEL_TOO_BIG: "lower --max-model-len along 262144 -> 131072 -> 65536, or --max-num-seqs (seed's troubleshooting table)",
+    Code.CONTAINER_LIMIT_LOW: "raise deploy.container_memory_limit above the need (and below the machine's memory), or lower max_model_len",
+    Code.MEMORY_LOW: "free memory on {node} before starting (stop other containers and jobs; sync; echo 3 | sudo tee /proc/sys/vm/drop_caches)",
+    Code.PAGE_CACHE: "drop the page cache on {node} before loading (sync; echo 3 | sudo tee /proc/sys/vm/drop_caches): on unified "
+                     "memory it fights the driver for pages",
     Code.GARBLED: "the output of `{command}` on {node} could not be read; run it by hand and check the tool works",
 }
 

@@ -76,6 +76,26 @@ EXPECTED: dict[str, dict[str, str]] = {
     "netplan-644": {
         f"{NW}/test_addressing.py::test_netplan_file[{A}]": r"\[netplan-mode\] .*mode 644; expected mode 600\n  fix: sudo chmod 600",
     },
+    "bf16-checkpoint": {
+        f"{PF}/test_model.py::test_memory_fit[{n}]":
+            r"\[model-wedge\] .*Qwen/Qwen3\.8-Flash-Next: 167\.6 GiB of weights per rank; expected at most 119 GiB of unified memory; "
+            r"loading would exhaust unified memory and can wedge the driver\n  fix: use the FP8 checkpoint"
+        for n in (A, B)
+    },
+    "hf-cache-600": {
+        f"{PF}/test_model.py::test_model_artifacts[{B}]": r"\[model-unreadable\] .*mode 600.*\n  fix: sudo chmod -R a\+rX",
+    },
+    "hf-cache-incomplete": {
+        f"{PF}/test_model.py::test_model_artifacts[{B}]": r"\[model-incomplete\] .*missing model-00005-of-00008\.safetensors",
+        f"{PF}/test_model.py::test_model_same_as_head[{B}]": r"\[model-differs\] .*model-00005-of-00008\.safetensors: None bytes",
+    },
+    "hf-cache-dereferenced": {
+        f"{PF}/test_model.py::test_model_artifacts[{B}]": r"\[model-dereferenced\] .*2 regular files in snapshots/.*\n  fix: .*rsync -a \(no -L\)",
+    },
+    "low-memavailable": {
+        f"{PF}/test_model.py::test_memory_available[{B}]": r"\[memory-low\] .*saw MemAvailable 2\d\.\d GiB; expected at least 98\.6 GiB",
+    },
+    "page-cache": {},  # a warning: see test_page_cache_warning
     "same-subnet": {
         **{f"{NW}/test_addressing.py::test_links_on_distinct_subnets[{n}]": r"\[same-subnet\] .*overlap" for n in (A, B)},
         **{f"{NW}/test_addressing.py::test_link_address[{n}:{L1}]": r"\[address-missing\] .*expected 192\.168\.101\.1\d/24"
@@ -134,6 +154,13 @@ def test_link_speed_warning(bed):
     assert run.results[f"{NW}/test_links.py::test_link_speed[{B}:{L0}]"].outcome == "passed"
     assert f"Degraded: [link-speed] {B}:{L0}: saw 100000 Mb/s; expected 200000 Mb/s" in run.stdout
     assert f"fix: check the QSFP cable (200G rated) and, behind a switch, the switch port speed setting for {B} {L0}" in run.stdout
+
+
+def test_page_cache_warning(bed):
+    run = outcomes_under("page-cache")
+    assert run.results[f"{PF}/test_model.py::test_memory_available[{A}]"].outcome == "passed"
+    assert f"Degraded: [page-cache] {A}: saw page cache 4" in run.stdout
+    assert "fix: drop the page cache on thinkstationpgx-30 before loading" in run.stdout
 
 
 def test_every_scenario_is_proven():

@@ -104,6 +104,14 @@ VISIBLE = {
     "netplan-644": (0, "stat -c %a /etc/netplan/40-cx7.yaml", "644"),
     "same-subnet": (0, "ip -br -4 addr show enP2p1s0f0np0", "169.254.94.253/16"),
     "healthy": (0, "ufw status", "Status: active"),
+    "bf16-checkpoint": (1, "ls /home/lenovo/vllm/huggingface/hub/; grep model_id /run/gb10check-sim/cluster.yaml 2>/dev/null; "
+                           "cat /home/lenovo/vllm/huggingface/hub/models--Qwen--Qwen3.8-Flash-Next/snapshots/*/model.safetensors.index.json",
+                        '"total_size": 360004158750'),
+    "hf-cache-600": (1, "find /home/lenovo/vllm/huggingface -perm 600", "/blobs/"),
+    "hf-cache-incomplete": (1, "ls /home/lenovo/vllm/huggingface/hub/*/snapshots/*/ | grep -c safetensors$", "7"),
+    "hf-cache-dereferenced": (1, "find /home/lenovo/vllm/huggingface/hub/*/snapshots -type f", "config.json"),
+    "low-memavailable": (1, "grep MemAvailable /proc/meminfo", "MemAvailable:"),
+    "page-cache": (0, "free -g | awk '/Mem:/ {print \"cache\", $6}'", "cache 4"),
 }
 
 

@@ -49,6 +49,12 @@ def build_root(spec: dict) -> str:
     mount("--bind", f"{base}/classnet", f"{root}/sys/class/net")
     mount("-t", "tmpfs", "-o", "mode=0555", "gb10sim-driver", f"{root}/proc/driver")  # room for nvidia/version
     os.makedirs(f"{root}/proc/driver/nvidia")
+    # /proc/meminfo is GB10-sized (stand-in): the real one stays readable at /etc/gb10sim/host-meminfo.
+    os.makedirs(f"{root}/etc/gb10sim", exist_ok=True)
+    for path in (f"{root}/etc/gb10sim/host-meminfo", f"{base}/meminfo"):
+        open(path, "w").close()
+    mount("--bind", f"{root}/proc/meminfo", f"{root}/etc/gb10sim/host-meminfo")
+    mount("--bind", f"{base}/meminfo", f"{root}/proc/meminfo")
     mount("--rbind", "/dev", f"{root}/dev")
     for private in ("dev/shm", "tmp", "run"):
         mount("-t", "tmpfs", "-o", "mode=1777" if private != "run" else "mode=0755", "gb10sim-" + private.replace("/", "-"),
@@ -86,6 +92,8 @@ def configure(root: str, spec: dict) -> None:
     write(f"{root}/etc/sudoers.d/gb10sim", f"{user} ALL=(ALL) NOPASSWD:ALL\n", 0o440)
     write(f"{root}/etc/netplan/40-cx7.yaml", spec["netplan"], 0o600)
     write(f"{root}/etc/gb10sim/state.json", json.dumps(spec["state"], indent=1), 0o644)
+    for f in spec.get("files", []):
+        standins.make_file(root, f, owner)
     os.makedirs(f"{root}/usr/local/lib/gb10sim", exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     shutil.copy(f"{here}/standins.py", f"{root}/usr/local/lib/gb10sim/standins.py")
@@ -107,6 +115,10 @@ def firewall(spec: dict) -> None:
     sh("ufw", "--force", "enable")
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import standins  # noqa: E402 - stdlib only; the same file the node gets in /usr/local/lib/gb10sim
+
+
 def main() -> None:
     spec = json.load(open(sys.argv[1]))
     root = build_root(spec)
@@ -114,9 +126,6 @@ def main() -> None:
     socket.sethostname(spec["name"])
     os.chroot(root)
     os.chdir("/")
-    sys.path.insert(0, "/usr/local/lib/gb10sim")
-    import standins  # noqa: E402 - from inside the node's root
-
     standins.refresh(spec["state"])
     os.makedirs("/run/sshd", exist_ok=True)
     sh("/usr/sbin/sshd")

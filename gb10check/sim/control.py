@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import topology
+from . import model_files, topology
 from .topology import MGMT_BRIDGE, MGMT_NET, NETNS_PREFIX, SimNode
 
 DEFAULT_DIR = "/run/gb10check-sim"
@@ -139,7 +139,8 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
                     "host_key_pub": host_keys[n.name][1], "runner_pub": runner_pub, "shared_key": shared_key, "shared_pub": shared_pub,
                     "known_hosts": node_known, "hosts": [(m.name, m.mgmt_ip) for m in nodes], "netplan": netplan(n),
                     "state": node_state(n), "firewall_sources": ["169.254.0.0/16", "192.168.101.0/24"],
-                    "firewall_ports": ["20001/tcp"]}
+                    "firewall_ports": ["20001/tcp"],
+                    "files": model_files.cache_files(f"/home/{topology.USER}/vllm/huggingface", model_files.REPO_FP8)}
             spec_path = d / "nodes" / f"{n.name}.json"
             spec_path.write_text(json.dumps(spec))
             spec_path.chmod(0o600)
@@ -201,6 +202,13 @@ def node_exec(name: str, command: str, input: str | None = None, check: bool = T
     """Run a shell command as root inside a node: its namespaces and its root."""
     pid = pid_of(name)
     return run("nsenter", "-t", str(pid), "-m", "-u", "-n", "-p", "-i", "-r", "-w", "/bin/sh", "-c", command, check=check, input=input)
+
+
+def make_files(name: str, files: list[dict], user: str = topology.USER) -> None:
+    """Create files inside a node (content, sparse size or link), owned by `user`."""
+    node_exec(name, f"{PYTHON} -c 'import sys, json, pwd; sys.path.insert(0, \"/usr/local/lib/gb10sim\"); import standins; "
+                    f"u = pwd.getpwnam(\"{user}\"); [standins.make_file(\"\", f, (u.pw_uid, u.pw_gid)) for f in json.load(sys.stdin)]'",
+              input=json.dumps(files))
 
 
 def refresh(name: str) -> None:

@@ -38,3 +38,20 @@ def index(repo: str) -> dict:
     names = shard_names()
     weight_map = {f"model.layers.{layer}.mlp.experts.weight": names[layer * SHARDS // 48] for layer in range(48)}
     return {"metadata": {"total_size": TOTAL_BYTES[repo]}, "weight_map": weight_map}
+
+
+def cache_files(hf_cache: str, repo: str, revision: str = "0123456789abcdef0123456789abcdef01234567") -> list[dict]:
+    """A Hugging Face hub cache entry: blobs, refs/main and a snapshot of links into blobs (sparse shards)."""
+    import hashlib
+    import json
+
+    base = f"{hf_cache}/hub/models--{repo.replace('/', '--')}"
+    files = [{"path": f"{base}/refs/main", "content": revision}]
+    small = {"config.json": json.dumps(config(repo), indent=2), "model.safetensors.index.json": json.dumps(index(repo), indent=2)}
+    entries = [(name, {"content": text}, hashlib.sha256(text.encode()).hexdigest()) for name, text in small.items()]
+    entries += [(name, {"size": size}, hashlib.sha256(f"{repo}/{name}".encode()).hexdigest())
+                for name, size in zip(shard_names(), shard_sizes(repo))]
+    for name, body, blob in entries:
+        files.append({"path": f"{base}/blobs/{blob}", **body})
+        files.append({"path": f"{base}/snapshots/{revision}/{name}", "link": f"../../blobs/{blob}"})
+    return files

@@ -8,7 +8,9 @@ bandwidth). Nodes are chosen by rank, so the same scenario works on 2 or 8 nodes
 import json
 from dataclasses import dataclass, field
 
-from . import control
+import yaml
+
+from . import control, model_files
 
 
 class ScenarioError(Exception):
@@ -20,6 +22,8 @@ class Step:
     rank: int  # -1: every node
     shell: str | None = None  # a real command, as root, inside the node
     state: dict = field(default_factory=dict)  # stand-in state to merge (hardware we do not have)
+    files: tuple = ()  # files to create in the node (see control.make_files)
+    cluster: dict = field(default_factory=dict)  # changes to the sim's cluster file (what the user configured)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,10 @@ class Scenario:
 
 def _links(**per_link) -> dict:
     return {"links": per_link}
+
+
+HF = "/home/lenovo/vllm/huggingface"
+FP8_DIR = f"{HF}/hub/models--Qwen--Qwen3.8-Flash-Next-FP8"
 
 
 SCENARIOS = {s.name: s for s in [
@@ -59,6 +67,20 @@ SCENARIOS = {s.name: s for s in [
              (Step(1, shell="sed -i '/gb10sim-shared-cluster-key/d' /home/lenovo/.ssh/authorized_keys"),)),
     Scenario("netplan-644", "rank 0: /etc/netplan/40-cx7.yaml is mode 644 (netplan warns; others can read it)",
              (Step(0, shell="chmod 644 /etc/netplan/40-cx7.yaml"),)),
+    Scenario("bf16-checkpoint", "the BF16 checkpoint configured and downloaded: 167.6 GiB per node, over 119 GiB",
+             (Step(-1, files=tuple(model_files.cache_files(HF, model_files.REPO_BF16))),
+              Step(0, cluster={"deploy": {"model_id": model_files.REPO_BF16}}))),
+    Scenario("hf-cache-600", "rank 1: a file of the model's cache is mode 600 (unreadable to others)",
+             (Step(1, shell=f"chmod 600 {FP8_DIR}/blobs/$(basename $(readlink {FP8_DIR}/snapshots/*/config.json))"),)),
+    Scenario("hf-cache-incomplete", "rank 1: one safetensors shard of the model is missing",
+             (Step(1, shell=f"rm {FP8_DIR}/snapshots/*/model-00005-of-00008.safetensors"),)),
+    Scenario("hf-cache-dereferenced", "rank 1: the cache was copied with links followed (regular files in snapshots/)",
+             (Step(1, shell=f"cd {FP8_DIR}/snapshots/* && for f in config.json model.safetensors.index.json; do "
+                            "cp --remove-destination $(readlink -f $f) $f; done"),)),
+    Scenario("low-memavailable", "rank 1: other work holds 100 GiB; MemAvailable about 21 GiB",
+             (Step(1, state={"extra_used_kb": 100 * 1024 * 1024}),)),
+    Scenario("page-cache", "rank 0: 40 GiB of page cache (weights just read) before loading",
+             (Step(0, state={"extra_cached_kb": 40 * 1024 * 1024}),)),
     Scenario("same-subnet", "rank 0 and 1: the second logical link moved into the first link's subnet",
              (Step(0, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.94.253/16 dev enP2p1s0f0np0"),
               Step(1, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.159.207/16 dev enP2p1s0f0np0"))),
@@ -72,8 +94,15 @@ def apply(name: str) -> None:
     if not names:
         raise ScenarioError("no simulated cluster is up: run `gb10check sim up` first")
     for step in SCENARIOS[name].steps:
+        if step.cluster:
+            path = control.state_dir() / "cluster.yaml"
+            doc = yaml.safe_load(path.read_text())
+            path.write_text("# Written by `gb10check sim up`, changed by scenario " + name + "\n" +
+                            yaml.safe_dump(merge(doc, step.cluster), sort_keys=False))
         targets = names if step.rank == -1 else [names[step.rank]]
         for node in targets:
+            if step.files:
+                control.make_files(node, list(step.files))
             if step.state:
                 current = json.loads(control.node_exec(node, "cat /etc/gb10sim/state.json").stdout)
                 control.node_exec(node, "cat > /etc/gb10sim/state.json.new && mv /etc/gb10sim/state.json.new /etc/gb10sim/state.json",

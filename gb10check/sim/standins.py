@@ -101,9 +101,56 @@ def refresh(s: dict) -> None:
             write_if_changed(f"{port}/gids/{i}", gid)
             write_if_changed(f"{port}/gid_attrs/types/{i}", kind)
             write_if_changed(f"{port}/gid_attrs/ndevs/{i}", netdev)
+    write_meminfo(s)
     write_if_changed("/proc/driver/nvidia/version",
                      f"NVRM version: NVIDIA UNIX Open Kernel Module for {platform.machine()}  {s['kernel_module']}  Release Build  "
                      f"(dvs-builder@gb10sim)  Wed Jan  7 22:35:57 UTC 2026\nGCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04.1) ")
+
+
+def write_meminfo(s: dict) -> None:
+    """A GB10's 119 GiB of unified memory; what the host's processes really use (a memory hog in a node
+    included) and the scenario's `extra_used_kb` are taken from it."""
+    host = {}
+    for line in read("/etc/gb10sim/host-meminfo").splitlines():
+        key, _, rest = line.partition(":")
+        host[key] = int(rest.split()[0]) if rest.split() else 0
+    if not host.get("MemTotal"):
+        return
+    total = s.get("mem_total_kb", 127600816)
+    used = host["MemTotal"] - host.get("MemAvailable", host["MemTotal"]) + s.get("extra_used_kb", 0)
+    available = max(0, total - used)
+    cached = min(host.get("Cached", 0) + s.get("extra_cached_kb", 0), available)
+    lines = [("MemTotal", total), ("MemFree", max(0, available - cached)), ("MemAvailable", available),
+             ("Buffers", host.get("Buffers", 0)), ("Cached", cached), ("SwapCached", 0), ("SwapTotal", 0), ("SwapFree", 0),
+             ("Shmem", host.get("Shmem", 0)), ("KReclaimable", host.get("KReclaimable", 0)), ("HugePages_Total", None)]
+    text = "\n".join(f"{k + ':':<16}{v:>8} kB" if v is not None else f"{k + ':':<16}{0:>8}" for k, v in lines)
+    with open("/proc/meminfo", "w") as f:  # in place: the file is bind-mounted over /proc/meminfo
+        f.write(text + "\n")
+
+
+def make_file(root: str, f: dict, owner: tuple[int, int]) -> None:
+    """{"path", and one of "content" | "size" (sparse) | "link"; optional "mode"}; parents owned like the file."""
+    path = root + f["path"]
+    parent = os.path.dirname(path)
+    missing = []
+    while not os.path.exists(parent):
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    for d in missing:
+        os.chown(d, *owner)
+    if "link" in f:
+        if not os.path.lexists(path):
+            os.symlink(f["link"], path)
+        os.lchown(path, *owner)
+        return
+    with open(path, "w") as out:
+        if "content" in f:
+            out.write(f["content"])
+        else:
+            out.truncate(f["size"])  # sparse: a 21 GiB shard costs nothing on tmpfs
+    os.chmod(path, f.get("mode", 0o644))
+    os.chown(path, *owner)
 
 
 # ---- nvidia-smi ------------------------------------------------------------------
