@@ -49,6 +49,16 @@ class Code(str, Enum):
     CONTAINER_LIMIT_LOW = "container-limit-low"
     MEMORY_LOW = "memory-low"
     PAGE_CACHE = "page-cache"
+    COMPOSE_MISSING = "compose-missing"
+    COMPOSE_DIFFERS = "compose-differs"
+    COMPOSE_NO_VLLM = "compose-no-vllm"
+    COMPOSE_SETTING = "compose-setting"
+    COMPOSE_NO_MEMORY_LIMIT = "compose-no-memory-limit"
+    COMPOSE_HEADLESS = "compose-headless"
+    COMPOSE_CUDAGRAPH_HYPHEN = "compose-cudagraph-hyphen"
+    COMPOSE_ARG = "compose-arg"
+    COMPOSE_ENV = "compose-env"
+    ENV_FILE = "env-file"
     GARBLED = "garbled-output"
 
 
@@ -103,6 +113,18 @@ REMEDIES: dict[Code, str] = {
     Code.MEMORY_LOW: "free memory on {node} before starting (stop other containers and jobs; sync; echo 3 | sudo tee /proc/sys/vm/drop_caches)",
     Code.PAGE_CACHE: "drop the page cache on {node} before loading (sync; echo 3 | sudo tee /proc/sys/vm/drop_caches): on unified "
                      "memory it fights the driver for pages",
+    Code.COMPOSE_MISSING: "render and push the stack (scripts/compose-render) so {path} exists on {node}",
+    Code.COMPOSE_DIFFERS: "the compose file must be identical on every node: copy {head}'s to {node} (scripts/compose-render pushes it)",
+    Code.COMPOSE_NO_VLLM: "the compose file on {node} must run `vllm serve` (render it with scripts/compose-render)",
+    Code.COMPOSE_SETTING: "set {setting} in the compose service on {node} (the field report's design; see cluster.example.yaml)",
+    Code.COMPOSE_NO_MEMORY_LIMIT: "set deploy.resources.limits.memory (seed: 105G) on {node}: an overrun then kills the container, "
+                                  "not the whole machine; keep restart: \"no\"",
+    Code.COMPOSE_HEADLESS: "rank 1 must have --headless (seed: collective_rpc should not be called on follower node); "
+                           "add it for NODE_RANK != 0 in the command on {node}",
+    Code.COMPOSE_CUDAGRAPH_HYPHEN: "use -cc.cudagraph_mode, not hyphens (seed: cudagraph-mode Unexpected keyword argument, exit 2)",
+    Code.COMPOSE_ARG: "pass {arg} {value} on {node}",
+    Code.COMPOSE_ENV: "set {var}={value} in the compose environment on {node}",
+    Code.ENV_FILE: "set {var}={value} in {node}'s .env",
     Code.GARBLED: "the output of `{command}` on {node} could not be read; run it by hand and check the tool works",
 }
 

@@ -59,12 +59,17 @@ EXPECTED: dict[str, dict[str, str]] = {
            for s, d in ((A, B), (B, A))},
         f"{NW}/test_addressing.py::test_route_to_peer[{path(B, A, L1)}]": r"\[route-wrong-dev\] .*Network is unreachable",
         f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-run\] .*Couldn't set the link layer",
+        **{f"{PF}/test_compose.py::test_compose_lint[{n}]": r"\[compose-env\] .*NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0: roceP2p1s0f0 is "
+           r"not an ACTIVE RDMA device here" for n in (A, B)},
     },
     "gid-moved": {
         f"{NW}/test_roce.py::test_roce_gid[{B}:{l}]":
             rf"\[gid-not-roce-v2\] {B}:{d}: saw GID 3 is RoCE v1 {ip}; RoCE v2 with {ip} is at index 5.*\n"
             rf"  fix: use NCCL_IB_GID_INDEX=5 for {d} on {B}"
         for l, d, ip in ((L0, "rocep1s0f0", r"169\.254\.159\.206"), (L1, "roceP2p1s0f0", r"192\.168\.101\.11"))
+    } | {
+        f"{PF}/test_compose.py::test_compose_lint[{B}]": r"\[compose-env\] .*NCCL_IB_GID_INDEX=3; rocep1s0f0 has RoCE v2 at 5.*\n"
+                                                        r"  fix: set NCCL_IB_GID_INDEX=5",
     },
     "low-bandwidth": {
         f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-bandwidth\] .*saw 41\.30 Gb/s; expected >= 90 Gb/s",
@@ -96,6 +101,25 @@ EXPECTED: dict[str, dict[str, str]] = {
         f"{PF}/test_model.py::test_memory_available[{B}]": r"\[memory-low\] .*saw MemAvailable 2\d\.\d GiB; expected at least 98\.6 GiB",
     },
     "page-cache": {},  # a warning: see test_page_cache_warning
+    "compose-differs": {
+        f"{PF}/test_compose.py::test_compose_same_as_head[{B}]": rf"\[compose-differs\] {B}: saw /home/lenovo/vllm/compose\.yml "
+                                                               rf"sha256 \w+; expected sha256 \w+ as on {A}",
+    },
+    "env-dup-rank": {
+        f"{PF}/test_compose.py::test_env_file[{B}]": rf"\[env-file\] {B}: saw NODE_RANK=0 \(the rank of {A}: two nodes would start "
+                                                    rf"as rank 0\); expected NODE_RANK=1",
+    },
+    "no-headless": {
+        f"{PF}/test_compose.py::test_compose_lint[{B}]": r"\[compose-headless\] .*rank 1 starts `vllm serve .*` without --headless.*\n"
+                                                        r"  fix: rank 1 must have --headless \(seed: collective_rpc should not be called",
+    },
+    "cudagraph-hyphen": {
+        f"{PF}/test_compose.py::test_compose_lint[{n}]": r"\[compose-cudagraph-hyphen\] .*-cc\.cudagraph-mode \(hyphen\)" for n in (A, B)
+    },
+    "no-memory-limit": {
+        f"{PF}/test_compose.py::test_compose_lint[{n}]": r"\[compose-no-memory-limit\] .*saw no memory limit; expected a limit between "
+                                                        r"the GPU budget 95 GiB and 119 GiB" for n in (A, B)
+    },
     "same-subnet": {
         **{f"{NW}/test_addressing.py::test_links_on_distinct_subnets[{n}]": r"\[same-subnet\] .*overlap" for n in (A, B)},
         **{f"{NW}/test_addressing.py::test_link_address[{n}:{L1}]": r"\[address-missing\] .*expected 192\.168\.101\.1\d/24"

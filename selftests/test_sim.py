@@ -104,6 +104,11 @@ VISIBLE = {
     "netplan-644": (0, "stat -c %a /etc/netplan/40-cx7.yaml", "644"),
     "same-subnet": (0, "ip -br -4 addr show enP2p1s0f0np0", "169.254.94.253/16"),
     "healthy": (0, "ufw status", "Status: active"),
+    "compose-differs": (1, "grep NCCL_DEBUG /home/lenovo/vllm/compose.yml", "NCCL_DEBUG: INFO"),
+    "env-dup-rank": (1, "cat /home/lenovo/vllm/.env", "NODE_RANK=0"),
+    "no-headless": (1, "grep -c 'args+=(--headless)' /home/lenovo/vllm/compose.yml", "0"),
+    "cudagraph-hyphen": (0, "grep -o -- '-cc.cudagraph-mode' /home/lenovo/vllm/compose.yml", "-cc.cudagraph-mode"),
+    "no-memory-limit": (0, "grep -c 'memory: 105G' /home/lenovo/vllm/compose.yml", "0"),
     "bf16-checkpoint": (1, "ls /home/lenovo/vllm/huggingface/hub/; grep model_id /run/gb10check-sim/cluster.yaml 2>/dev/null; "
                            "cat /home/lenovo/vllm/huggingface/hub/models--Qwen--Qwen3.8-Flash-Next/snapshots/*/model.safetensors.index.json",
                         '"total_size": 360004158750'),

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from .. import compose
+from ..cluster import load_cluster
 from . import model_files, topology
 from .topology import MGMT_BRIDGE, MGMT_NET, NETNS_PREFIX, SimNode
 
@@ -132,6 +134,10 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
         (d / "known_hosts").write_text("".join(f"{n.mgmt_ip} {pub_key_only(host_keys[n.name][1])}\n" for n in nodes))
         node_known = "".join(f"{addr} {pub_key_only(host_keys[n.name][1])}\n" for n in nodes
                              for addr in [n.mgmt_ip, n.name] + [l.address.split('/')[0] for l in n.links])
+        (d / "cluster.yaml").write_text(topology.cluster_yaml(nodes, str(d)))
+        cluster = load_cluster(d / "cluster.yaml")
+        compose_text = compose.render(cluster)
+        workdir = cluster.deploy.workdir
         procs = {}
         for n in nodes:
             (d / "mnt" / n.name).mkdir(parents=True, exist_ok=True)
@@ -140,7 +146,9 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
                     "known_hosts": node_known, "hosts": [(m.name, m.mgmt_ip) for m in nodes], "netplan": netplan(n),
                     "state": node_state(n), "firewall_sources": ["169.254.0.0/16", "192.168.101.0/24"],
                     "firewall_ports": ["20001/tcp"],
-                    "files": model_files.cache_files(f"/home/{topology.USER}/vllm/huggingface", model_files.REPO_FP8)}
+                    "files": model_files.cache_files(cluster.deploy.hf_cache, model_files.REPO_FP8) + [
+                        {"path": f"{workdir}/{cluster.deploy.compose_file}", "content": compose_text},
+                        {"path": f"{workdir}/.env", "content": compose.env_file(cluster, cluster.node(n.name))}]}
             spec_path = d / "nodes" / f"{n.name}.json"
             spec_path.write_text(json.dumps(spec))
             spec_path.chmod(0o600)
@@ -154,7 +162,6 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
                 rest = procs[n.name].stdout.read() if procs[n.name].poll() is not None else ""
                 raise SimError(f"node {n.name} did not boot: {line} {rest}".strip())
             (d / "nodes" / f"{n.name}.pid").write_text(str(init_pid(procs[n.name].pid)))
-        (d / "cluster.yaml").write_text(topology.cluster_yaml(nodes, str(d)))
         (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes}))
     except BaseException:
         down(quiet=True)

@@ -1,0 +1,159 @@
+"""Compose and .env lint, on the files actually on a node, against the cluster and the node's real state."""
+
+import ipaddress
+
+from .. import compose
+from ..cluster import Cluster, Node, gib
+from ..facts.ip import Interface
+from ..facts.rdma import IbPort
+from ..remedies import Code
+from ..verdict import Finding
+
+
+def _limit_gib(svc: dict) -> float | None:
+    raw = (((svc.get("deploy") or {}).get("resources") or {}).get("limits") or {}).get("memory") or svc.get("mem_limit")
+    try:
+        return gib(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _memlock_unlimited(svc: dict) -> bool:
+    memlock = (svc.get("ulimits") or {}).get("memlock")
+    if isinstance(memlock, dict):
+        return str(memlock.get("soft")) == "-1" and str(memlock.get("hard")) == "-1"
+    return str(memlock) == "-1"
+
+
+def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], ifaces: list[Interface], ports: list[IbPort],
+          rdma_in_container: bool = True) -> list[Finding]:
+    """config: the compose file as YAML, not yet interpolated; env: the node's .env."""
+    where = node.name
+    found = compose.vllm_service(config)
+    if found is None:
+        return [Finding(Code.COMPOSE_NO_VLLM, where, "no service running vllm in the compose file", "a vllm service")]
+    name, raw = found
+    svc = compose.interpolate(raw, env)
+    f: list[Finding] = []
+
+    def bad(code, seen, expected, **kw):
+        f.append(Finding(code, f"{where}:{name}", seen, expected, node=node.name, **kw))
+
+    for key, want in (("network_mode", "host"), ("ipc", "host")):
+        if svc.get(key) != want:
+            bad(Code.COMPOSE_SETTING, f"{key}: {svc.get(key)!r}", f"{key}: {want}", setting=f"{key}: {want}")
+    if str(svc.get("restart", "no")) not in ("no", "False", "false"):
+        bad(Code.COMPOSE_SETTING, f"restart: {svc.get('restart')!r}", 'restart: "no"', setting='restart: "no"')
+    if rdma_in_container and not any(str(d).split(":")[0] == "/dev/infiniband" for d in svc.get("devices") or []):
+        bad(Code.COMPOSE_SETTING, "no /dev/infiniband in devices", "/dev/infiniband:/dev/infiniband",
+            setting="devices: [/dev/infiniband:/dev/infiniband]")
+    if "IPC_LOCK" not in (svc.get("cap_add") or []):
+        bad(Code.COMPOSE_SETTING, "IPC_LOCK not in cap_add", "cap_add: [IPC_LOCK]", setting="cap_add: [IPC_LOCK]")
+    if not _memlock_unlimited(svc):
+        bad(Code.COMPOSE_SETTING, f"ulimits.memlock {(svc.get('ulimits') or {}).get('memlock')!r}", "memlock: -1",
+            setting="ulimits: {memlock: -1}")
+    limit = _limit_gib(svc)
+    budget = cluster.deploy.gpu_memory_utilization * cluster.expect.memory_gib
+    if limit is None:
+        bad(Code.COMPOSE_NO_MEMORY_LIMIT, "no memory limit", f"a limit between the GPU budget {budget:.0f} GiB and "
+            f"{cluster.expect.memory_gib:.0f} GiB")
+    elif not budget < limit < cluster.expect.memory_gib:
+        bad(Code.COMPOSE_NO_MEMORY_LIMIT, f"memory limit {limit:.0f} GiB", f"between the GPU budget {budget:.0f} GiB and "
+            f"{cluster.expect.memory_gib:.0f} GiB")
+
+    environment = svc.get("environment") or {}
+    if isinstance(environment, list):
+        environment = dict(e.split("=", 1) for e in environment if "=" in e)
+    environment = {k: str(v) for k, v in environment.items()}
+    f += _judge_env_vars(cluster, node, name, environment, ifaces, ports)
+
+    args = compose.vllm_args(svc)
+    if args is None:
+        bad(Code.COMPOSE_NO_VLLM, "the command never runs `vllm` (dry run with a stub vllm)", "vllm serve ...")
+        return f
+    if any(a.startswith("-cc.cudagraph-mode") or a.startswith("--compilation-config.cudagraph-mode") for a in args):
+        bad(Code.COMPOSE_CUDAGRAPH_HYPHEN, "-cc.cudagraph-mode (hyphen)", "-cc.cudagraph_mode (underscore)")
+    headless = "--headless" in args
+    rank_from_env = env.get("NODE_RANK") == str(node.rank)  # a wrong .env rank is test_env_file's finding, not the command's
+    if not rank_from_env:
+        pass
+    elif node.rank == 0 and headless:
+        bad(Code.COMPOSE_HEADLESS, "rank 0 starts with --headless (no API server)", "rank 0 without --headless")
+    elif node.rank != 0 and not headless:
+        bad(Code.COMPOSE_HEADLESS, f"rank {node.rank} starts `vllm {' '.join(args[:2])} ...` without --headless",
+            "--headless on every rank but 0")
+    d = cluster.deploy
+    expected = {**({"--node-rank": str(node.rank)} if rank_from_env else {}), "--nnodes": str(len(cluster.nodes)), "--master-addr": cluster.master_addr,
+                "--master-port": str(d.master_port), "--tensor-parallel-size": str(d.tensor_parallel_size),
+                "--max-model-len": str(d.max_model_len), "--served-model-name": d.served_model_name}
+    if node.rank == 0:
+        expected["--port"] = str(d.api_port)
+    for name_, want in expected.items():
+        have = compose.flag(args, name_)
+        if have != want:
+            bad(Code.COMPOSE_ARG, f"{name_} {have}", f"{name_} {want}", arg=name_, value=want)
+    timeout = compose.flag(args, "--distributed-timeout-seconds")
+    if timeout is None or not timeout.isdigit() or int(timeout) < d.distributed_timeout_s:
+        bad(Code.COMPOSE_ARG, f"--distributed-timeout-seconds {timeout}", f">= {d.distributed_timeout_s} (the load skew between "
+            "nodes: seed 341 s vs 831 s)", arg="--distributed-timeout-seconds", value=str(d.distributed_timeout_s))
+    return f
+
+
+def _judge_env_vars(cluster: Cluster, node: Node, service: str, env: dict[str, str], ifaces: list[Interface],
+                    ports: list[IbPort]) -> list[Finding]:
+    where = f"{node.name}:{service}"
+    f = []
+    own_ips = {l.ip for l in node.links}
+    by_name = {i.name: i for i in ifaces}
+    for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+        ifname = env.get(var)
+        iface = by_name.get(ifname or "")
+        has_own = iface is not None and any(str(ipaddress.ip_interface(a).ip) in own_ips for a in iface.ipv4)
+        if not has_own:
+            f.append(Finding(Code.COMPOSE_ENV, where, f"{var}={ifname}" + ("" if iface else " (no such interface)"),
+                             f"{var} naming the interface that holds {node.links[0].ip}", var=var, value=node.links[0].netdev))
+    hca = env.get("NCCL_IB_HCA", "")
+    active = {p.rdma_device for p in ports if p.port_state == "ACTIVE"}
+    names = [h.split(":")[0] for h in hca.lstrip("=^").split(",") if h]
+    exact = hca.startswith("=")
+    for name in names:
+        matches = {name} & active if exact else {d for d in active if d.startswith(name)}
+        if not matches:
+            f.append(Finding(Code.COMPOSE_ENV, where, f"NCCL_IB_HCA={hca}: {name} is not an ACTIVE RDMA device here "
+                             f"(active: {', '.join(sorted(active)) or 'none'})", "active devices only", var="NCCL_IB_HCA",
+                             value="=" + ",".join(sorted(active))))
+    gid = env.get("NCCL_IB_GID_INDEX")
+    if gid is not None:
+        wrong = []
+        for link in node.links:
+            port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
+            right = [g.index for g in port.gids if g.type == cluster.expect.roce_gid_type and g.ipv4 == link.ip] if port else []
+            if right and str(right[0]) != gid:
+                wrong.append(f"{link.rdma_device} has RoCE v2 at {right[0]}")
+        if wrong:
+            f.append(Finding(Code.COMPOSE_ENV, where, f"NCCL_IB_GID_INDEX={gid}; {'; '.join(wrong)}", "the RoCE v2 index",
+                             var="NCCL_IB_GID_INDEX", value=wrong[0].rsplit(" ", 1)[-1]))
+    for var, want in (("NCCL_SOCKET_FAMILY", "AF_INET"), ("GLOO_USE_LIBUV", "0"), ("TORCH_GLOO_USE_LIBUV", "0")):
+        if env.get(var) != want:
+            f.append(Finding(Code.COMPOSE_ENV, where, f"{var}={env.get(var)}", f"{var}={want} (Gloo/NCCL on IPv4, libuv off; "
+                             "seed: stuck on IPv6 / Gloo timeout otherwise)", var=var, value=want))
+    if env.get("MASTER_ADDR") not in (None, cluster.master_addr):
+        f.append(Finding(Code.COMPOSE_ENV, where, f"MASTER_ADDR={env['MASTER_ADDR']}", f"rank 0's address {cluster.master_addr}",
+                         var="MASTER_ADDR", value=cluster.master_addr))
+    return f
+
+
+def judge_env_file(cluster: Cluster, node: Node, env: dict[str, str]) -> list[Finding]:
+    f = []
+    rank = env.get("NODE_RANK")
+    if rank != str(node.rank):
+        other = next((n.name for n in cluster.nodes if str(n.rank) == rank and n.name != node.name), None)
+        f.append(Finding(Code.ENV_FILE, node.name, f"NODE_RANK={rank}" + (f" (the rank of {other}: two nodes would start as "
+                         f"rank {rank})" if other else ""), f"NODE_RANK={node.rank}", var="NODE_RANK", value=str(node.rank)))
+    if env.get("VLLM_HOST_IP") not in {l.ip for l in node.links}:
+        f.append(Finding(Code.ENV_FILE, node.name, f"VLLM_HOST_IP={env.get('VLLM_HOST_IP')}", f"this node's own address "
+                         f"{node.links[0].ip}", var="VLLM_HOST_IP", value=node.links[0].ip))
+    if env.get("MODEL_ID") != cluster.deploy.model_id:
+        f.append(Finding(Code.ENV_FILE, node.name, f"MODEL_ID={env.get('MODEL_ID')}", f"MODEL_ID={cluster.deploy.model_id} "
+                         "(the same on every node)", var="MODEL_ID", value=cluster.deploy.model_id))
+    return f

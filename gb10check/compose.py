@@ -1,0 +1,171 @@
+"""The multi-node compose stack: render it from the cluster definition, and read one back.
+
+Rendering reproduces the field report's design: one compose file, identical on every node; a
+`.env` per node with NODE_RANK, VLLM_HOST_IP and MODEL_ID; host network and IPC; the RDMA devices;
+IPC_LOCK and unlimited memlock; a memory limit so an overrun kills the container, not the machine;
+`restart: "no"`; NCCL/Gloo pinned to IPv4 on the control interface with libuv off; and a bash
+entrypoint that adds `--headless` on every rank but 0 (a follower without it dies with
+"collective_rpc should not be called on follower node" while rank 0 hangs).
+
+Reading back: `interpolate` applies compose's ${VAR} substitution with a node's .env, and
+`vllm_args` runs the service's command with a stub `vllm` on PATH to learn the exact arguments each
+rank would start with (the command is the user's own; it runs with an empty environment, in a
+temporary folder, for at most 5 seconds, and stops at the stub).
+"""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+
+import yaml
+
+from .cluster import Cluster, Node
+
+
+def env_file(cluster: Cluster, node: Node) -> str:
+    return (f"MODEL_ID={cluster.deploy.model_id}\nNODE_RANK={node.rank}\nVLLM_HOST_IP={node.links[0].ip}\n")
+
+
+def render(cluster: Cluster, rdma_devices: bool = True, gpu: bool = True) -> str:
+    """The compose file. `rdma_devices`/`gpu` false leave out what a machine without them cannot map (the simulation)."""
+    d = cluster.deploy
+    head = cluster.head
+    first = head.links[0].netdev
+    hcas = ",".join(l.rdma_device for l in head.links if l.rdma_device)
+    args = [
+        "--served-model-name", d.served_model_name, "--tensor-parallel-size", str(d.tensor_parallel_size),
+        "--nnodes", str(len(cluster.nodes)), "--node-rank", "${NODE_RANK}", "--master-addr", cluster.master_addr,
+        "--master-port", str(d.master_port), "--distributed-executor-backend", "mp",
+        "-cc.mode=0", "-cc.cudagraph_mode=FULL_DECODE_ONLY",
+        "--gpu-memory-utilization", f"{d.gpu_memory_utilization:.2f}", "--distributed-timeout-seconds", str(d.distributed_timeout_s),
+        "--max-model-len", str(d.max_model_len), "--max-num-seqs", str(d.max_num_seqs), "--enable-prefix-caching",
+        "--reasoning-parser", "qwen3", "--enable-auto-tool-choice", "--tool-call-parser", "qwen3_xml",
+        "--host", "0.0.0.0", "--port", str(d.api_port),
+    ]
+    script = "\n".join([
+        "set -euo pipefail",
+        "args=(" + " ".join(shlex.quote(a) if "$" not in a else f'"{a}"' for a in args) + ")",
+        "# Every rank but 0 runs headless (workers only): a full engine on a follower fails with",
+        "# AssertionError: collective_rpc should not be called on follower node",
+        'if [ "${NODE_RANK}" != "0" ]; then args+=(--headless); fi',
+        'exec vllm serve "${MODEL_ID}" "$${args[@]}"',
+    ]) + "\n"
+    limit = f"{int(d.container_memory_limit)}G" if d.container_memory_limit == int(d.container_memory_limit) \
+        else f"{int(d.container_memory_limit * 1024)}M"
+    service = {
+        "image": d.image, "container_name": "gb10-vllm", "network_mode": "host", "ipc": "host", "restart": "no",
+        "volumes": [f"{d.hf_cache}:/root/.cache/huggingface", "/etc/localtime:/etc/localtime:ro"],
+        **({"devices": ["/dev/infiniband:/dev/infiniband"]} if rdma_devices else {}),
+        "cap_add": ["IPC_LOCK", "SYS_PTRACE"], "security_opt": ["seccomp:unconfined"],
+        "ulimits": {"memlock": -1, "stack": 67108864},
+        "deploy": {"resources": {"limits": {"memory": limit},
+                                 **({"reservations": {"devices": [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}
+                                    if gpu else {})}},
+        "environment": {
+            "PYTHONUNBUFFERED": "1", "MODEL_ID": "${MODEL_ID}", "NODE_RANK": "${NODE_RANK}", "VLLM_HOST_IP": "${VLLM_HOST_IP}",
+            "MASTER_ADDR": cluster.master_addr, "NCCL_IB_HCA": f"={hcas}", "NCCL_IB_DISABLE": "0",
+            "NCCL_IB_GID_INDEX": str(cluster.expect.roce_gid_index), "NCCL_IB_MERGE_NICS": "1", "NCCL_SOCKET_IFNAME": first,
+            "NCCL_SOCKET_FAMILY": "AF_INET", "GLOO_SOCKET_IFNAME": first, "GLOO_SOCKET_FAMILY": "AF_INET", "GLOO_USE_LIBUV": "0",
+            "TORCH_GLOO_USE_LIBUV": "0", "TP_SOCKET_IFNAME": first, "NCCL_NET_PLUGIN": "none", "NCCL_IB_ROCE_VERSION_NUM": "2",
+            "NCCL_CUMEM_ENABLE": "0", "NCCL_DEBUG": "WARN",
+        },
+        "entrypoint": ["/bin/bash", "-lc"],
+        "command": [script],
+    }
+    header = (f"# Multi-node TP={d.tensor_parallel_size} for {d.model_id} across {len(cluster.nodes)} GB10 machines.\n"
+              "# Rendered by gb10check from the cluster definition. The same file on every node;\n"
+              "# NODE_RANK / VLLM_HOST_IP / MODEL_ID come from each node's .env.\n")
+    return header + yaml.safe_dump({"services": {"vllm": service}}, sort_keys=False, width=200)
+
+
+# ---- reading back ----------------------------------------------------------------------
+
+
+def parse_env(text: str) -> dict[str, str]:
+    env = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        env[key.removeprefix("export ").strip()] = value
+    return env
+
+
+VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _substitute(m: re.Match, env: dict[str, str]) -> str:
+    if m.group(0) == "$$":
+        return "$"
+    name, op, default = m[1] or m[4], m[2], m[3] or ""
+    if op == ":-":  # unset or empty
+        return env.get(name) or default
+    if op == "-":  # unset only
+        return env[name] if name in env else default
+    return env.get(name, "")
+
+
+def interpolate(value, env: dict[str, str]):
+    """Compose's substitution: ${VAR}, ${VAR:-default}, $VAR, and $$ for a literal $."""
+    if isinstance(value, str):
+        return VAR.sub(lambda m: _substitute(m, env), value)
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    return value
+
+
+def vllm_service(config: dict) -> tuple[str, dict] | None:
+    services = config.get("services") or {}
+    for name, svc in services.items():
+        if isinstance(svc, dict) and "vllm" in json.dumps([svc.get("command"), svc.get("entrypoint"), svc.get("image")]):
+            return name, svc
+    return None
+
+
+STUB = "#!/bin/sh\nexec python3 -c 'import json,sys; print(\"GB10CHECK_ARGS \" + json.dumps(sys.argv[1:]))' \"$@\"\n"
+
+
+def vllm_args(service: dict, timeout: float = 5.0) -> list[str] | None:
+    """The arguments `vllm` gets when the service's command runs (interpolated already), or None if it never calls vllm."""
+    def as_list(v):
+        return [] if v is None else shlex.split(v) if isinstance(v, str) else [str(x) for x in v]
+
+    argv = as_list(service.get("entrypoint")) + as_list(service.get("command"))
+    if not argv:
+        return None
+    env = {k: str(v) for k, v in (service.get("environment") or {}).items()} if isinstance(service.get("environment"), dict) else {}
+    with tempfile.TemporaryDirectory(prefix="gb10check-stub-") as tmp:
+        stub = os.path.join(tmp, "vllm")
+        with open(stub, "w") as f:
+            f.write(STUB)
+        os.chmod(stub, 0o755)
+        if os.path.basename(argv[0]) in ("bash", "sh") and len(argv) > 2 and argv[1] in ("-c", "-lc", "-cl"):
+            argv = ["bash", "-c", *argv[2:]]  # not a login shell: no profile scripts
+        try:
+            done = subprocess.run(argv, env={**env, "PATH": f"{tmp}:/usr/bin:/bin", "HOME": tmp}, cwd=tmp,
+                                  capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    for line in done.stdout.splitlines():
+        if line.startswith("GB10CHECK_ARGS "):
+            return json.loads(line[len("GB10CHECK_ARGS "):])
+    return None
+
+
+def flag(args: list[str], name: str) -> str | None:
+    """The value of --name in either `--name value` or `--name=value` form."""
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
