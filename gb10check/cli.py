@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overhead", default="4 GiB", help="activations and runtime per rank (default 4 GiB)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_size)
+    p = sub.add_parser("compose-render", help="render the compose file and each node's .env, show the diff, push them")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    p.add_argument("--no-rdma-devices", action="store_true", help="leave /dev/infiniband out (machines without RDMA)")
+    p.add_argument("--no-gpu", action="store_true", help="leave the GPU reservation out (machines without an NVIDIA GPU)")
+    p.set_defaults(func=cmd_compose_render)
     sim = sub.add_parser("sim", help="the simulated GB10 cluster (root): up, down, status, apply, scenarios")
     simsub = sim.add_subparsers(dest="sim_command", required=True)
     p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
@@ -87,6 +93,31 @@ def cmd_size(args: argparse.Namespace) -> int:
     else:
         print(result.table())
     return 0 if result.ok else 1
+
+
+def cluster_from(arg: str | None):
+    import os
+
+    from .cluster import ClusterError, load_cluster
+
+    path = arg or os.environ.get("GB10CHECK_CLUSTER") or "cluster.yaml"
+    try:
+        return load_cluster(path)
+    except ClusterError as exc:
+        raise SystemExit(f"gb10check: invalid cluster file: {exc}") from None
+
+
+def cmd_compose_render(args: argparse.Namespace) -> int:
+    from .deploy import stack
+    from .remote import RemoteNode
+
+    cluster = cluster_from(args.cluster)
+    nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
+    try:
+        return stack.push(cluster, nodes, args.check, not args.no_rdma_devices, not args.no_gpu)
+    finally:
+        for n in nodes:
+            n.close()
 
 
 def cmd_sim(args: argparse.Namespace) -> int:

@@ -83,7 +83,8 @@ REMEDIES: dict[Code, str] = {
     Code.UP_LINKS_DIFFER: "cable the same QSFP ports on every node: NVIDIA's cluster tools require the same Up links everywhere",
     Code.PORT_NOT_ACTIVE: "the RDMA port of {device} on {node} is not ACTIVE/LinkUp: reseat the cable, check the peer port",
     Code.LINK_SPEED: "check the QSFP cable (200G rated) and, behind a switch, the switch port speed setting for {node} {netdev}",
-    Code.NETPLAN_MISSING: "write {path} on {node} (scripts/netplan does it) and sudo netplan apply",
+    Code.NETPLAN_MISSING: "write {path} on {node} with the QSFP interfaces (seed: link-local: [ ipv4 ]), sudo chmod 600 it, "
+                          "then sudo netplan apply",
     Code.NETPLAN_MODE: "sudo chmod 600 {path} on {node} (netplan warns about and others can read a wider mode)",
     Code.NETPLAN_CONTENT: "add {netdev} to {path} on {node} and sudo netplan apply",
     Code.ADDRESS_MISSING: "give {netdev} on {node} the address {address} (netplan), or fix the cluster file",
@@ -92,7 +93,8 @@ REMEDIES: dict[Code, str] = {
     Code.MTU_MISMATCH: "set the same MTU on both ends of the link ({node} {netdev} and its peer) in netplan",
     Code.ROUTE_WRONG_DEV: "traffic from {node} to {peer} must leave through {netdev}: fix overlapping subnets or routes in netplan",
     Code.PING: "check the cable, addresses and ufw on both ends of {node} {netdev} -> {peer}",
-    Code.SSH_MESH: "run scripts/ssh-keys (or NVIDIA's discover-sparks) so {node} reaches {peer} without a password, as the same user",
+    Code.SSH_MESH: "give the cluster one shared key (NVIDIA's discover-sparks does it) so {node} reaches {peer} without a password, "
+                   "as the same user, and record {peer}'s host key in {node}'s known_hosts",
     Code.GID_NOT_ROCE_V2: "use NCCL_IB_GID_INDEX={right_index} for {device} on {node} (the index holding RoCE v2 with the node's IPv4), "
                           "or set expect.roce_gid_index; the order can change after a link flap",
     Code.PORT_BLOCKED: "on {node}: sudo ufw allow from {source} to any port {port} proto tcp (or allow the whole QSFP subnet "
@@ -100,12 +102,13 @@ REMEDIES: dict[Code, str] = {
     Code.RDMA_BANDWIDTH: "check the cable and both ports' speed (ethtool), NCCL_IB_HCA and the GID index for {device}; "
                          "seed: about 109 Gb/s per logical link",
     Code.RDMA_RUN: "ib_write_bw could not run between {node} and {peer}: check perftest is installed, the port is open, the device is up",
-    Code.MODEL_MISSING: "download {repo} into the Hugging Face cache on rank 0 and run scripts/sync-artifacts to copy it to {node}",
+    Code.MODEL_MISSING: "download {repo} into the Hugging Face cache on rank 0 and copy it to {node} over the QSFP link "
+                        "(rsync -a, without -L, after sudo chmod -R a+rX)",
     Code.MODEL_INCOMPLETE: "the download of {repo} on {node} is incomplete: resume it on rank 0 and sync again (rsync without -L)",
     Code.MODEL_DEREFERENCED: "the cache on {node} was copied with links followed (rsync -L or cp -L), doubling the disk use: "
                              "sync it again from rank 0 with rsync -a (no -L)",
     Code.MODEL_UNREADABLE: "sudo chmod -R a+rX the hub folder of {repo} on {node} (seed: rsync fails on trees/*.json otherwise)",
-    Code.MODEL_DIFFERS: "sync the cache from {head} to {node} again (scripts/sync-artifacts) and compare sizes",
+    Code.MODEL_DIFFERS: "copy the cache from {head} to {node} again (rsync -a over the QSFP link, without -L) and compare sizes",
     Code.MODEL_WEDGE: "use the FP8 checkpoint (seed: Qwen3.8-Flash-Next-FP8, 86.4 GiB per node) or more nodes; never start this one: "
                       "the driver spins in nv_alloc_system_pages and only a reboot ends it",
     Code.MODEL_TOO_BIG: "lower --max-model-len along 262144 -> 131072 -> 65536, or --max-num-seqs (seed's troubleshooting table)",

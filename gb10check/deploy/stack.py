@@ -1,0 +1,48 @@
+"""Render the compose file and each node's .env, show the difference with what is on the node, push them."""
+
+import base64
+import difflib
+import shlex
+
+from rich.console import Console
+
+from .. import compose
+from ..cluster import Cluster
+from ..remote import RemoteError, RemoteNode
+
+
+def wanted_files(cluster: Cluster, node_name: str, rdma_devices: bool = True, gpu: bool = True) -> dict[str, str]:
+    d = cluster.deploy
+    node = cluster.node(node_name)
+    return {f"{d.workdir}/{d.compose_file}": compose.render(cluster, rdma_devices, gpu), f"{d.workdir}/.env": compose.env_file(cluster, node)}
+
+
+def push(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, rdma_devices: bool = True, gpu: bool = True,
+         console: Console | None = None) -> int:
+    """Returns 0 when every node has (or now has) the rendered files; 1 when --check found a difference; 2 on errors."""
+    console = console or Console(stderr=True)
+    changed = errors = 0
+    for node in nodes:
+        for path, text in wanted_files(cluster, node.name, rdma_devices, gpu).items():
+            try:
+                current = node.run(f"cat {shlex.quote(path)}")
+                have = current.stdout if current.rc == 0 else None
+                if have == text:
+                    console.print(f"[green]unchanged[/] {node.name}:{path}")
+                    continue
+                changed += 1
+                diff = difflib.unified_diff((have or "").splitlines(keepends=True), text.splitlines(keepends=True),
+                                            f"{node.name}:{path} (now)", f"{node.name}:{path} (rendered)")
+                console.print(f"[yellow]{'would change' if check_only else 'changing'}[/] {node.name}:{path}"
+                              + (" (new file)" if have is None else ""))
+                console.print("".join(diff), markup=False, highlight=False)
+                if not check_only:
+                    blob = base64.b64encode(text.encode()).decode()
+                    node.output(f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])} && printf %s {blob} | base64 -d > {shlex.quote(path)}.gb10check "
+                                f"&& mv {shlex.quote(path)}.gb10check {shlex.quote(path)}")
+            except RemoteError as exc:
+                errors += 1
+                console.print(f"[red]error[/] {exc}")
+    if errors:
+        return 2
+    return 1 if (check_only and changed) else 0
