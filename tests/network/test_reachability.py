@@ -31,7 +31,7 @@ def test_ssh_mesh(path):
 LISTEN = ("nohup python3 -c 'import socket,time\n"
           "try:\n s=socket.create_server((\"{ip}\",{port})); s.settimeout(1); end=time.time()+{window}\n"
           " while time.time()<end:\n  try: s.accept()[0].close()\n  except OSError: pass\n"
-          "except OSError as e: print(\"bind\", e.errno)' gb10check-listen-{port} >/tmp/gb10check-listen-{port}.log 2>&1 &")
+          "except OSError as e: print(\"bind\", e.errno)' gb10check-listen-{ip}-{port} >/tmp/gb10check-listen-{ip}-{port}.log 2>&1 &")
 PROBE = ("python3 -c 'import socket,sys\ntry: socket.create_connection((\"{ip}\",{port}),timeout={timeout},source_address=(\"{src}\",0))\n"
          "except OSError as e: print(type(e).__name__, e); sys.exit(1)'")
 
@@ -44,7 +44,7 @@ def test_port_open(path, required_port, cluster):
         out = path.src.run("sleep 0.3; " + PROBE.format(ip=ip, port=port, timeout=CONNECT_TIMEOUT_S, src=path.src_link.ip),
                            timeout=CONNECT_TIMEOUT_S + 10)
     finally:
-        dst.run(f"pkill -f gb10check-listen-{port} || true")
+        dst.run(f"pkill -f gb10check-listen-{ip}-{port} || true")  # only this test's listener: others may run under xdist
     if out.rc == 0:
         return
     ping = path.src.run(f"ping -c 1 -W 1 -I {path.src_link.netdev} {ip}", timeout=10)
