@@ -59,6 +59,9 @@ class Code(str, Enum):
     COMPOSE_ARG = "compose-arg"
     COMPOSE_ENV = "compose-env"
     ENV_FILE = "env-file"
+    NCCL_RUN = "nccl-run"
+    NCCL_SOCKET = "nccl-socket-fallback"
+    NCCL_BANDWIDTH = "nccl-bandwidth"
     GARBLED = "garbled-output"
 
 
@@ -128,6 +131,12 @@ REMEDIES: dict[Code, str] = {
     Code.COMPOSE_ARG: "pass {arg} {value} on {node}",
     Code.COMPOSE_ENV: "set {var}={value} in the compose environment on {node}",
     Code.ENV_FILE: "set {var}={value} in {node}'s .env",
+    Code.NCCL_RUN: "nccl-tests did not complete across the nodes: check the SSH mesh, ufw on the QSFP subnets and that "
+                   "nccl-tests and MPI are installed at the same path everywhere",
+    Code.NCCL_SOCKET: "NCCL fell back to sockets: check NCCL_IB_HCA ({hca}) names ACTIVE devices on every node and "
+                      "NCCL_IB_GID_INDEX holds RoCE v2 (see test_roce_gid and test_rdma_port_active)",
+    Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "
+                         "Dell GB10 pair: 22.96 GB/s all_gather bus bandwidth",
     Code.GARBLED: "the output of `{command}` on {node} could not be read; run it by hand and check the tool works",
 }
 

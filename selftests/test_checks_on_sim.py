@@ -17,6 +17,7 @@ pytestmark = pytest.mark.sim
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 L0, L1 = "enp1s0f0np0", "enP2p1s0f0np0"
 PF, NW = "tests/preflight", "tests/network"
+NCCL = f"{NW}/test_nccl.py::test_nccl_all_gather"
 
 
 def path(src, dst, link):
@@ -44,6 +45,7 @@ EXPECTED: dict[str, dict[str, str]] = {
            rf"  fix: on {B}: sudo ufw allow from \S+ to any port {p} proto tcp"
            for l in (L0, L1) for p in (29501, 18515)},
         **{f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(l)}]": r"\[rdma-run\] .*Couldn't connect to" for l in (L0, L1)},
+        NCCL: r"\[nccl-run\] .*Connect to 169\.254\.159\.206<29600> failed : timed out",
     },
     "ufw-not-persisted": {
         f"{PF}/test_firewall.py::test_firewall[{B}]": r"\[ufw-not-persisted\] .*169\.254\.0\.0/16 accepted only by a hand-made iptables rule",
@@ -61,6 +63,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-run\] .*Couldn't set the link layer",
         **{f"{PF}/test_compose.py::test_compose_lint[{n}]": r"\[compose-env\] .*NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0: roceP2p1s0f0 is "
            r"not an ACTIVE RDMA device here" for n in (A, B)},
+        NCCL: r"\[nccl-socket-fallback\] .*NET/Socket.*\n.*\n\[nccl-bandwidth\] .*bus bandwidth 20\.0 Gb/s \(2\.50 GB/s\)",
     },
     "gid-moved": {
         f"{NW}/test_roce.py::test_roce_gid[{B}:{l}]":
@@ -70,13 +73,15 @@ EXPECTED: dict[str, dict[str, str]] = {
     } | {
         f"{PF}/test_compose.py::test_compose_lint[{B}]": r"\[compose-env\] .*NCCL_IB_GID_INDEX=3; rocep1s0f0 has RoCE v2 at 5.*\n"
                                                         r"  fix: set NCCL_IB_GID_INDEX=5",
+        NCCL: r"\[nccl-socket-fallback\]",
     },
     "low-bandwidth": {
         f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-bandwidth\] .*saw 41\.30 Gb/s; expected >= 90 Gb/s",
     },
     "link-speed-100g": {},  # a warning, not a failure: see test_link_speed_warning
     "ssh-not-passwordless": {
-        f"{NW}/test_reachability.py::test_ssh_mesh[{path(A, B, l)}]": r"\[ssh-mesh\] .*Permission denied \(publickey\)" for l in (L0, L1)
+        **{f"{NW}/test_reachability.py::test_ssh_mesh[{path(A, B, l)}]": r"\[ssh-mesh\] .*Permission denied \(publickey\)" for l in (L0, L1)},
+        NCCL: r"\[nccl-run\] .*ORTE was unable to reliably start one or more daemons",
     },
     "netplan-644": {
         f"{NW}/test_addressing.py::test_netplan_file[{A}]": r"\[netplan-mode\] .*mode 644; expected mode 600\n  fix: sudo chmod 600",
@@ -163,11 +168,12 @@ def test_different_usernames_fails_that_node_and_only_it(bed):
     for test_id, outcome in results.items():
         if outcome.outcome == "failed":  # every failure is that node's, and says why
             assert re.search(rf"node {B} unreachable at 198\.18\.0\.11: Authentication failed|"
-                             rf"\[ssh-user\] {B}: saw login as 'lenovo' refused|\[ssh-mesh\] {A}->{B}: .*Permission denied",
+                             rf"\[ssh-user\] {B}: saw login as 'lenovo' refused|\[ssh-mesh\] {A}->{B}: .*Permission denied|"
+                             rf"\[nccl-run\] .*ORTE was unable",
                              outcome.message), outcome.message
         if re.search(rf"\[{B}[\]:]", test_id):  # every check of that node fails
             assert outcome.outcome == "failed", test_id
-        if B not in test_id:  # no check that does not touch it
+        if B not in test_id and "test_nccl" not in test_id:  # no check that does not touch it (NCCL runs on all nodes)
             assert outcome.outcome in ("passed", "skipped"), (test_id, outcome.message)
     user = results[f"{PF}/test_identity.py::test_ssh_user[{B}]"].message
     assert f"fix: create user lenovo on {B} (NVIDIA's cluster scripts need the same user name on every node)" in user
@@ -187,5 +193,13 @@ def test_page_cache_warning(bed):
     assert "fix: drop the page cache on thinkstationpgx-30 before loading" in run.stdout
 
 
+def test_nccl_absent_is_a_skip_with_its_reason(bed):
+    run = outcomes_under("nccl-absent")
+    outcome = run.results[NCCL]
+    assert outcome.outcome == "skipped"
+    assert f"mpirun and all_gather_perf not on PATH on {A}: install MPI and build NVIDIA's nccl-tests" in outcome.message
+    assert not [k for k, v in run.results.items() if v.outcome == "failed"]
+
+
 def test_every_scenario_is_proven():
-    assert set(EXPECTED) | {"different-usernames"} == set(scenarios.SCENARIOS)
+    assert set(EXPECTED) | {"different-usernames", "nccl-absent"} == set(scenarios.SCENARIOS)

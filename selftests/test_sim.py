@@ -104,6 +104,7 @@ VISIBLE = {
     "netplan-644": (0, "stat -c %a /etc/netplan/40-cx7.yaml", "644"),
     "same-subnet": (0, "ip -br -4 addr show enP2p1s0f0np0", "169.254.94.253/16"),
     "healthy": (0, "ufw status", "Status: active"),
+    "nccl-absent": (0, "command -v mpirun all_gather_perf || echo none", "none"),
     "compose-differs": (1, "grep NCCL_DEBUG /home/lenovo/vllm/compose.yml", "NCCL_DEBUG: INFO"),
     "env-dup-rank": (1, "cat /home/lenovo/vllm/.env", "NODE_RANK=0"),
     "no-headless": (1, "grep -c 'args+=(--headless)' /home/lenovo/vllm/compose.yml", "0"),

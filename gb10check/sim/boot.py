@@ -97,7 +97,7 @@ def configure(root: str, spec: dict) -> None:
     os.makedirs(f"{root}/usr/local/lib/gb10sim", exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     shutil.copy(f"{here}/standins.py", f"{root}/usr/local/lib/gb10sim/standins.py")
-    for tool in ("nvidia-smi", "ibdev2netdev", "show_gids", "ibv_devinfo", "ethtool", "ib_write_bw"):
+    for tool in ("nvidia-smi", "ibdev2netdev", "show_gids", "ibv_devinfo", "ethtool", "ib_write_bw", "mpirun", "all_gather_perf"):
         link = f"{root}/usr/local/bin/{tool}"
         if not os.path.lexists(link):
             os.symlink("/usr/local/lib/gb10sim/standins.py", link)

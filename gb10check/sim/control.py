@@ -159,7 +159,10 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
         for n in nodes:
             line = procs[n.name].stdout.readline().strip()
             if line != "READY":
-                rest = procs[n.name].stdout.read() if procs[n.name].poll() is not None else ""
+                try:
+                    rest = procs[n.name].communicate(timeout=5)[0]
+                except subprocess.TimeoutExpired:
+                    rest = ""
                 raise SimError(f"node {n.name} did not boot: {line} {rest}".strip())
             (d / "nodes" / f"{n.name}.pid").write_text(str(init_pid(procs[n.name].pid)))
         (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes}))

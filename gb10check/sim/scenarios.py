@@ -92,6 +92,8 @@ SCENARIOS = {s.name: s for s in [
              (Step(-1, shell="sed -i 's/-cc.cudagraph_mode=/-cc.cudagraph-mode=/' /home/lenovo/vllm/compose.yml"),)),
     Scenario("no-memory-limit", "every node: no memory limit on the container (an overrun takes the machine)",
              (Step(-1, shell="sed -i '/memory: 105G/d' /home/lenovo/vllm/compose.yml"),)),
+    Scenario("nccl-absent", "every node: no MPI and no nccl-tests installed",
+             (Step(-1, shell="rm -f /usr/local/bin/mpirun /usr/local/bin/all_gather_perf"),)),
     Scenario("same-subnet", "rank 0 and 1: the second logical link moved into the first link's subnet",
              (Step(0, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.94.253/16 dev enP2p1s0f0np0"),
               Step(1, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.159.207/16 dev enP2p1s0f0np0"))),
