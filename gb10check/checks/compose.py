@@ -75,11 +75,9 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
         bad(Code.COMPOSE_CUDAGRAPH_HYPHEN, "-cc.cudagraph-mode (hyphen)", "-cc.cudagraph_mode (underscore)")
     headless = "--headless" in args
     rank_from_env = env.get("NODE_RANK") == str(node.rank)  # a wrong .env rank is test_env_file's finding, not the command's
-    if not rank_from_env:
-        pass
-    elif node.rank == 0 and headless:
+    if rank_from_env and node.rank == 0 and headless:
         bad(Code.COMPOSE_HEADLESS, "rank 0 starts with --headless (no API server)", "rank 0 without --headless")
-    elif node.rank != 0 and not headless:
+    elif rank_from_env and node.rank != 0 and not headless:
         bad(Code.COMPOSE_HEADLESS, f"rank {node.rank} starts `vllm {' '.join(args[:2])} ...` without --headless",
             "--headless on every rank but 0")
     d = cluster.deploy
