@@ -1,5 +1,10 @@
 """Gathering for the checks: run a command on a node and parse it, or fail saying the output was garbled."""
 
+import contextlib
+import fcntl
+import os
+import re
+import tempfile
 from typing import Any
 
 from . import facts
@@ -28,3 +33,15 @@ SYSFS_IB = ("for f in /sys/class/infiniband/*/ports/*/state /sys/class/infiniban
             "/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer "
             "/sys/class/infiniband/*/ports/*/gids/* /sys/class/infiniband/*/ports/*/gid_attrs/types/* "
             "/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/*; do [ -r \"$f\" ] && printf '%s:%s\\n' \"$f\" \"$(cat \"$f\" 2>/dev/null)\"; done")
+
+
+@contextlib.contextmanager
+def exclusive(name: str):
+    """One holder at a time across pytest-xdist workers (they share the runner's /tmp): for tests that bind a port on a node."""
+    path = os.path.join(tempfile.gettempdir(), f"gb10check-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.lock")
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

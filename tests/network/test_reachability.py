@@ -2,6 +2,7 @@
 
 import pytest
 
+from gb10check.gather import exclusive
 from gb10check.remedies import Code
 from gb10check.verdict import Finding, report
 
@@ -39,12 +40,13 @@ PROBE = ("python3 -c 'import socket,sys\ntry: socket.create_connection((\"{ip}\"
 def test_port_open(path, required_port, cluster):
     """A listener on the target's link address, a connection from the peer over the link: a firewall drop shows."""
     dst, ip, port = path.dst, path.dst_link.ip, required_port
-    dst.run(LISTEN.format(ip=ip, port=port, window=CONNECT_TIMEOUT_S + 5))
-    try:
-        out = path.src.run("sleep 0.3; " + PROBE.format(ip=ip, port=port, timeout=CONNECT_TIMEOUT_S, src=path.src_link.ip),
-                           timeout=CONNECT_TIMEOUT_S + 10)
-    finally:
-        dst.run(f"pkill -f gb10check-listen-{ip}-{port} || true")  # only this test's listener: others may run under xdist
+    with exclusive(f"listen-{dst.name}-{ip}-{port}"):  # under -n, other sources test the same address and port
+        dst.run(LISTEN.format(ip=ip, port=port, window=CONNECT_TIMEOUT_S + 5))
+        try:
+            out = path.src.run("sleep 0.3; " + PROBE.format(ip=ip, port=port, timeout=CONNECT_TIMEOUT_S, src=path.src_link.ip),
+                               timeout=CONNECT_TIMEOUT_S + 10)
+        finally:
+            dst.run(f"pkill -f gb10check-listen-{ip}-{port} || true")
     if out.rc == 0:
         return
     ping = path.src.run(f"ping -c 1 -W 1 -I {path.src_link.netdev} {ip}", timeout=10)
