@@ -106,6 +106,22 @@ EXPECTED: dict[str, dict[str, str]] = {
         f"{PF}/test_model.py::test_memory_available[{B}]": r"\[memory-low\] .*saw MemAvailable 2\d\.\d GiB; expected at least 98\.6 GiB",
     },
     "page-cache": {},  # a warning: see test_page_cache_warning
+    "os-differs": {
+        f"{PF}/test_identity.py::test_os_parity[{B}]": rf"\[os-parity\] {B}: saw OS image 'Ubuntu 22\.04\.5 LTS'; expected '.*' as on {A}",
+    },
+    "gpu-not-gb10": {
+        f"{PF}/test_identity.py::test_gpu_name[{B}]": rf"\[gpu-name\] {B}: saw GPU NVIDIA GH200 480GB; expected NVIDIA GB10",
+    },
+    "mtu-mismatch": {
+        f"{NW}/test_addressing.py::test_mtu_equal[{pair(L0)}]": rf"\[mtu-mismatch\] {A}:{L0}: saw {A}:{L0} MTU 1500, {B}:{L0} MTU 9000",
+    },
+    "default-route-qsfp": {
+        f"{NW}/test_addressing.py::test_no_default_route_on_qsfp[{B}]": rf"\[default-route-qsfp\] {B}: saw default via 169\.254\.94\.252 "
+                                                                       rf"dev {L0}",
+    },
+    "netplan-missing-link": {
+        f"{NW}/test_addressing.py::test_netplan_file[{A}]": rf"\[netplan-content\] {A}: saw /etc/netplan/40-cx7\.yaml does not mention {L1}",
+    },
     "compose-differs": {
         f"{PF}/test_compose.py::test_compose_same_as_head[{B}]": rf"\[compose-differs\] {B}: saw /home/lenovo/vllm/compose\.yml "
                                                                rf"sha256 \w+; expected sha256 \w+ as on {A}",
