@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = simsub.add_parser("apply", help="apply a fault scenario to the running simulation")
     p.add_argument("scenario")
     simsub.add_parser("scenarios", help="list the fault scenarios")
+    simsub.add_parser("provision", help="install vLLM for CPU and the small model the simulation serves (once, cached)")
+    p = simsub.add_parser("serve", help="start the head node's real vLLM and wait until it serves (--stop: stop it)")
+    p.add_argument("--stop", action="store_true")
+    p.add_argument("--timeout", type=float, default=300, help="seconds to wait for /health (default 300)")
     p = simsub.add_parser("exec", help="run a shell command as root inside a node")
     p.add_argument("node")
     p.add_argument("command")
@@ -121,7 +125,7 @@ def cmd_compose_render(args: argparse.Namespace) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from .sim import control, scenarios
+    from .sim import control, provision, scenarios, serve
 
     try:
         if args.sim_command == "up":
@@ -136,12 +140,19 @@ def cmd_sim(args: argparse.Namespace) -> int:
         elif args.sim_command == "scenarios":
             for s in scenarios.SCENARIOS.values():
                 print(f"{s.name:<24} {s.summary}")
+        elif args.sim_command == "provision":
+            provision.provision()
+        elif args.sim_command == "serve":
+            if args.stop:
+                serve.stop(quiet=False)
+            else:
+                serve.start(timeout_s=args.timeout, say=lambda msg: print(msg, file=sys.stderr))
         elif args.sim_command == "exec":
             done = control.node_exec(args.node, args.command, check=False)
             sys.stdout.write(done.stdout)
             sys.stderr.write(done.stderr)
             return done.returncode
-    except (control.SimError, scenarios.ScenarioError, ValueError) as exc:
+    except (control.SimError, scenarios.ScenarioError, provision.ProvisionError, serve.ServeError, ValueError) as exc:
         print(f"gb10check sim: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -145,6 +145,9 @@ class Deploy(Strict):
     api_port: int = Field(20001, ge=1, le=65535)
     hf_cache: str = "~/.cache/huggingface"
     distributed_timeout_s: int = Field(3600, gt=0)
+    reasoning_parser: str | None = "qwen3"  # vLLM --reasoning-parser; null: the model does not reason
+    tool_call_parser: str | None = "qwen3_xml"  # vLLM --tool-call-parser (with --enable-auto-tool-choice); null: no tools
+    extra_args: list[str] = []  # appended to `vllm serve` on every rank
     watchdog: Watchdog = Watchdog()
 
 

@@ -29,22 +29,33 @@ def env_file(cluster: Cluster, node: Node) -> str:
     return (f"MODEL_ID={cluster.deploy.model_id}\nNODE_RANK={node.rank}\nVLLM_HOST_IP={node.links[0].ip}\n")
 
 
+def serve_args(cluster: Cluster, node_rank: str | None = None) -> list[str]:
+    """The `vllm serve MODEL` arguments of the deployment: the one place both the compose file and the
+    simulated head's own server (node_rank None: one node, no distributed flags) take them from."""
+    d = cluster.deploy
+    if node_rank is None:
+        args = ["--served-model-name", d.served_model_name, "--tensor-parallel-size", "1"]
+    else:
+        args = ["--served-model-name", d.served_model_name, "--tensor-parallel-size", str(d.tensor_parallel_size),
+                "--nnodes", str(len(cluster.nodes)), "--node-rank", node_rank, "--master-addr", cluster.master_addr,
+                "--master-port", str(d.master_port), "--distributed-executor-backend", "mp",
+                "-cc.mode=0", "-cc.cudagraph_mode=FULL_DECODE_ONLY",
+                "--gpu-memory-utilization", f"{d.gpu_memory_utilization:.2f}", "--distributed-timeout-seconds", str(d.distributed_timeout_s)]
+    args += ["--max-model-len", str(d.max_model_len), "--max-num-seqs", str(d.max_num_seqs), "--enable-prefix-caching"]
+    if d.reasoning_parser:
+        args += ["--reasoning-parser", d.reasoning_parser]
+    if d.tool_call_parser:
+        args += ["--enable-auto-tool-choice", "--tool-call-parser", d.tool_call_parser]
+    return args + ["--host", "0.0.0.0", "--port", str(d.api_port)] + list(d.extra_args)
+
+
 def render(cluster: Cluster, rdma_devices: bool = True, gpu: bool = True) -> str:
     """The compose file. `rdma_devices`/`gpu` false leave out what a machine without them cannot map (the simulation)."""
     d = cluster.deploy
     head = cluster.head
     first = head.links[0].netdev
     hcas = ",".join(l.rdma_device for l in head.links if l.rdma_device)
-    args = [
-        "--served-model-name", d.served_model_name, "--tensor-parallel-size", str(d.tensor_parallel_size),
-        "--nnodes", str(len(cluster.nodes)), "--node-rank", "${NODE_RANK}", "--master-addr", cluster.master_addr,
-        "--master-port", str(d.master_port), "--distributed-executor-backend", "mp",
-        "-cc.mode=0", "-cc.cudagraph_mode=FULL_DECODE_ONLY",
-        "--gpu-memory-utilization", f"{d.gpu_memory_utilization:.2f}", "--distributed-timeout-seconds", str(d.distributed_timeout_s),
-        "--max-model-len", str(d.max_model_len), "--max-num-seqs", str(d.max_num_seqs), "--enable-prefix-caching",
-        "--reasoning-parser", "qwen3", "--enable-auto-tool-choice", "--tool-call-parser", "qwen3_xml",
-        "--host", "0.0.0.0", "--port", str(d.api_port),
-    ]
+    args = serve_args(cluster, node_rank="${NODE_RANK}")
     script = "\n".join([
         "set -euo pipefail",
         "args=(" + " ".join(shlex.quote(a) if "$" not in a else f'"{a}"' for a in args) + ")",

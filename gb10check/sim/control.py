@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import compose
 from ..cluster import load_cluster
-from . import model_files, topology
+from . import provision, topology
 from .topology import MGMT_BRIDGE, MGMT_NET, NETNS_PREFIX, SimNode
 
 DEFAULT_DIR = "/run/gb10check-sim"
@@ -118,6 +118,9 @@ def node_state(n: SimNode) -> dict:
 
 def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Path:
     need_root()
+    if not provision.ready():
+        raise SimError(f"the simulated cluster's vLLM and model are not provisioned in {provision.cache_dir()}: "
+                       "run `gb10check sim provision` first (once; a few minutes)")
     down(quiet=True)
     d = state_dir()
     (d / "nodes").mkdir(parents=True, exist_ok=True)
@@ -146,7 +149,7 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
                     "known_hosts": node_known, "hosts": [(m.name, m.mgmt_ip) for m in nodes], "netplan": netplan(n),
                     "state": node_state(n), "firewall_sources": ["169.254.0.0/16", "192.168.101.0/24"],
                     "firewall_ports": ["20001/tcp"],
-                    "files": model_files.cache_files(cluster.deploy.hf_cache, model_files.REPO_FP8) + [
+                    "files": [{"path": f"{cluster.deploy.hf_cache}/hub/{provision.model_entry().name}", "tree": str(provision.model_entry())},
                         {"path": f"{workdir}/{cluster.deploy.compose_file}", "content": compose_text},
                         {"path": f"{workdir}/.env", "content": compose.env_file(cluster, cluster.node(n.name))}]}
             spec_path = d / "nodes" / f"{n.name}.json"
@@ -242,6 +245,9 @@ def down(quiet: bool = False) -> None:
         if name.startswith(NETNS_PREFIX):
             _kill_netns_processes(name)
             run("ip", "netns", "del", name, check=False)
+    from .serve import remove_cgroup
+
+    remove_cgroup()
     for link in run("ip", "-o", "link", "show", check=False).stdout.splitlines():
         ifname = link.split(":")[1].strip().split("@")[0] if ":" in link else ""
         if ifname.startswith("gb10sim-"):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from . import control, model_files
+from .provision import MODEL_REPO
 
 
 class ScenarioError(Exception):
@@ -24,6 +25,7 @@ class Step:
     state: dict = field(default_factory=dict)  # stand-in state to merge (hardware we do not have)
     files: tuple = ()  # files to create in the node (see control.make_files)
     cluster: dict = field(default_factory=dict)  # changes to the sim's cluster file (what the user configured)
+    serve: dict | None = None  # restart the head's real vLLM with these options (see sim/serve.py)
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ def _links(**per_link) -> dict:
 
 
 HF = "/home/lenovo/vllm/huggingface"
-FP8_DIR = f"{HF}/hub/models--Qwen--Qwen3.8-Flash-Next-FP8"
+MODEL_DIR = f"{HF}/hub/models--" + MODEL_REPO.replace("/", "--")
 
 
 SCENARIOS = {s.name: s for s in [
@@ -72,11 +74,11 @@ SCENARIOS = {s.name: s for s in [
                    shell=f"sed -i 's|^MODEL_ID=.*|MODEL_ID={model_files.REPO_BF16}|' /home/lenovo/vllm/.env"),
               Step(0, cluster={"deploy": {"model_id": model_files.REPO_BF16}}))),
     Scenario("hf-cache-600", "rank 1: a file of the model's cache is mode 600 (unreadable to others)",
-             (Step(1, shell=f"chmod 600 {FP8_DIR}/blobs/$(basename $(readlink {FP8_DIR}/snapshots/*/config.json))"),)),
+             (Step(1, shell=f"chmod 600 {MODEL_DIR}/blobs/$(basename $(readlink {MODEL_DIR}/snapshots/*/config.json))"),)),
     Scenario("hf-cache-incomplete", "rank 1: one safetensors shard of the model is missing",
-             (Step(1, shell=f"rm {FP8_DIR}/snapshots/*/model-00005-of-00008.safetensors"),)),
+             (Step(1, shell=f"rm {MODEL_DIR}/snapshots/*/model-00002-of-00003.safetensors"),)),
     Scenario("hf-cache-dereferenced", "rank 1: the cache was copied with links followed (regular files in snapshots/)",
-             (Step(1, shell=f"cd {FP8_DIR}/snapshots/* && for f in config.json model.safetensors.index.json; do "
+             (Step(1, shell=f"cd {MODEL_DIR}/snapshots/* && for f in config.json model.safetensors.index.json; do "
                             "cp --remove-destination $(readlink -f $f) $f; done"),)),
     Scenario("low-memavailable", "rank 1: other work holds 100 GiB; MemAvailable about 21 GiB",
              (Step(1, state={"extra_used_kb": 100 * 1024 * 1024}),)),
@@ -104,6 +106,19 @@ SCENARIOS = {s.name: s for s in [
              (Step(0, shell="sed -i '/enP2p1s0f0np0/,+1d' /etc/netplan/40-cx7.yaml"),)),
     Scenario("nccl-absent", "every node: no MPI and no nccl-tests installed",
              (Step(-1, shell="rm -f /usr/local/bin/mpirun /usr/local/bin/all_gather_perf"),)),
+    # Serving faults: the head's real vLLM restarted another way (needs `gb10check sim serve` first).
+    Scenario("server-not-started", "the head's vLLM is not running (never started, or it died)",
+             (Step(0, serve={"stopped": True}),)),
+    Scenario("wrong-served-name", "the head serves the model as 'smollm2' instead of the configured 'smollm2-135m'",
+             (Step(0, serve={"set": {"--served-model-name": "smollm2"}}),)),
+    Scenario("reasoning-parser-off", "the head's vLLM started without --reasoning-parser",
+             (Step(0, serve={"drop": ["--reasoning-parser"]}),)),
+    Scenario("tool-parser-off", "the head's vLLM started without --enable-auto-tool-choice --tool-call-parser",
+             (Step(0, serve={"drop": ["--tool-call-parser"]}),)),
+    Scenario("server-throttled", "the head's vLLM is capped at 5% of one core (a CPU quota), far below the tok/s floor",
+             (Step(0, serve={"cpu_quota": 0.05}),)),
+    Scenario("api-key-required", "the head's vLLM requires an API key; the runner has none in GB10CHECK_API_KEY",
+             (Step(0, serve={"api_key": True}),)),
     Scenario("same-subnet", "rank 0 and 1: the second logical link moved into the first link's subnet",
              (Step(0, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.94.253/16 dev enP2p1s0f0np0"),
               Step(1, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.159.207/16 dev enP2p1s0f0np0"))),
@@ -132,6 +147,10 @@ def apply(name: str) -> None:
                                   input=json.dumps(merge(current, step.state), indent=1))
             if step.shell:
                 control.node_exec(node, step.shell)
+        if step.serve is not None:
+            from .serve import start
+
+            start(step.serve)
     for node in names:
         control.refresh(node)
     record = control.state_dir() / "sim.json"

