@@ -169,12 +169,11 @@ def head(pytestconfig: pytest.Config, cluster: Cluster) -> RemoteNode:
 
 @pytest.fixture(scope="session")
 def api(cluster: Cluster):
-    """An OpenAI client for the served model. Retries off, so a failure is seen, not hidden."""
-    import openai
+    """The served API (rank 0, or serving.base_url), with the key from serving.api_key_env when set."""
+    from .serving import Api
 
     key_env = cluster.serving.api_key_env
-    return openai.OpenAI(base_url=cluster.base_url, api_key=(os.environ.get(key_env) if key_env else None) or "EMPTY",
-                         max_retries=0, timeout=120)
+    return Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None)
 
 
 MEASURE_KEY = pytest.StashKey[list]()

@@ -63,6 +63,20 @@ class Code(str, Enum):
     NCCL_SOCKET = "nccl-socket-fallback"
     NCCL_BANDWIDTH = "nccl-bandwidth"
     GARBLED = "garbled-output"
+    API_DOWN = "api-down"
+    API_KEY = "api-key"
+    API_ON_FOLLOWER = "api-on-follower"
+    MODEL_NOT_SERVED = "model-not-served"
+    MODEL_ROOT = "model-root"
+    MAX_MODEL_LEN = "max-model-len"
+    ANSWER_WRONG = "answer-wrong"
+    REASONING_MISSING = "reasoning-missing"
+    TOOL_CALL_MISSING = "tool-call-missing"
+    STREAM_BROKEN = "stream-broken"
+    DECODE_SLOW = "decode-slow"
+    CONCURRENCY = "concurrency"
+    ERROR_STATUS = "error-status"
+    METRICS = "metrics"
 
 
 REMEDIES: dict[Code, str] = {
@@ -137,6 +151,25 @@ REMEDIES: dict[Code, str] = {
                       "NCCL_IB_GID_INDEX holds RoCE v2 (see test_roce_gid and test_rdma_port_active)",
     Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "
                          "Dell GB10 pair: 22.96 GB/s all_gather bus bandwidth",
+    Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
+                   "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
+    Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",
+    Code.API_ON_FOLLOWER: "{node} answers on the API port: its vLLM runs a full engine; start every rank but 0 with --headless",
+    Code.MODEL_NOT_SERVED: "start vLLM with --served-model-name {name} (clients ask for the model by that name)",
+    Code.MODEL_ROOT: "the server loaded another checkpoint: set MODEL_ID={model} in every node's .env and restart the stack",
+    Code.MAX_MODEL_LEN: "start vLLM with --max-model-len {value}",
+    Code.ANSWER_WRONG: "the model answers wrongly: check the checkpoint (MODEL_ID), the chat template and the dtype; "
+                       "compare with a single-node run of the same model",
+    Code.REASONING_MISSING: "start vLLM with --reasoning-parser {parser} (and send chat_template_kwargs.enable_thinking)",
+    Code.TOOL_CALL_MISSING: "start vLLM with --enable-auto-tool-choice --tool-call-parser {parser}, with a chat template "
+                            "that renders `tools`",
+    Code.STREAM_BROKEN: "a proxy between client and server may buffer or cut server-sent events; test against rank 0 directly",
+    Code.DECODE_SLOW: "check both logical links carry NCCL over RoCE (see the network suite), that nothing else runs on the "
+                      "nodes, and the compilation mode; seed: 22.6 tok/s eager, 23.3 with CUDA graphs on two PGX",
+    Code.CONCURRENCY: "raise --max-num-seqs to {value} or the KV cache (gpu_memory_utilization); see the server log",
+    Code.ERROR_STATUS: "the server answered an unknown model with {status}: a proxy may rewrite errors; test against rank 0",
+    Code.METRICS: "the /metrics endpoint is how load and KV cache use are watched: check --disable-log-stats is not set "
+                  "and no proxy hides the path",
     Code.GARBLED: "the output of `{command}` on {node} could not be read; run it by hand and check the tool works",
 }
 

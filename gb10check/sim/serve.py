@@ -128,23 +128,13 @@ def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: N
         key_path().write_text(secrets.token_hex(16))
         key_path().chmod(0o600)
         env["VLLM_API_KEY"] = key_path().read_text()  # in the environment, never on the command line
-    quota = options.get("cpu_quota")
-    if quota:
-        CGROUP.mkdir(exist_ok=True)
-        (CGROUP / "cpu.cfs_period_us").write_text("100000")
-        (CGROUP / "cpu.cfs_quota_us").write_text(str(int(quota * 100000)))
-
-    def enter_cgroup():
-        if quota:
-            (CGROUP / "cgroup.procs").write_text(str(os.getpid()))
-
     pid = control.pid_of(head.name)
     shell = "exec env -i " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + " ".join(argv)
     log = open(log_path(), "w")
     started = time.time()
     proc = subprocess.Popen(["nsenter", "-t", str(pid), "-m", "-u", "-n", "-p", "-i", "-r", "-w", "/bin/sh", "-c", shell],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=enter_cgroup)
+)
     log.close()
     rec = {"pgid": proc.pid, "options": options, "argv": argv[1:], "node": head.name, "started": started}
     record_path().write_text(json.dumps(rec))
@@ -167,7 +157,27 @@ def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: N
     rec["ready_s"] = round(time.time() - started, 1)
     record_path().write_text(json.dumps(rec))
     say(f"vLLM ready on {head.name} in {rec['ready_s']} s ({url})")
+    if options.get("cpu_quota"):
+        throttle(proc.pid, options["cpu_quota"])
+        say(f"vLLM on {head.name} capped at {options['cpu_quota']:g} of a core")
     return rec
+
+
+def throttle(pgid: int, cores: float) -> None:
+    """Cap a running server's process group with a cgroup CPU quota (after start-up, so loading is not slowed)."""
+    CGROUP.mkdir(exist_ok=True)
+    (CGROUP / "cpu.cfs_period_us").write_text("100000")
+    (CGROUP / "cpu.cfs_quota_us").write_text(str(int(cores * 100000)))
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # field 5 of stat: the process group
+            try:
+                (CGROUP / "cgroup.procs").write_text(stat.parent.name)
+            except OSError:
+                pass  # it exited meanwhile
 
 
 def tail_log(lines: int = 20) -> str:

