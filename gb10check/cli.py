@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import signal
 import sys
 
@@ -59,6 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-rdma-devices", action="store_true", help="leave /dev/infiniband out (machines without RDMA)")
     p.add_argument("--no-gpu", action="store_true", help="leave the GPU reservation out (machines without an NVIDIA GPU)")
     p.set_defaults(func=cmd_compose_render)
+    p = sub.add_parser("gate", help="exit 0 when a fresh preflight+network run passed for this cluster file (deploy steps call it)")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--max-age-h", type=float, default=24, help="how old the passing run may be, in hours (default 24)")
+    p.add_argument("--override", metavar="REASON", help="go on anyway; the reason is logged beside the status")
+    p.set_defaults(func=cmd_gate)
+    p = sub.add_parser("rehearse", help="on the simulated pair (root): provision, preflight+network, gate, serve, serving, down")
+    p.add_argument("--out", default=None, help="folder for reports (default ./gb10check-rehearsal/TIME)")
+    p.add_argument("--no-slow", action="store_true", help="skip the slow bandwidth and NCCL runs")
+    p.set_defaults(func=cmd_rehearse)
     sim = sub.add_parser("sim", help="the simulated GB10 cluster (root): up, down, status, apply, scenarios")
     simsub = sim.add_subparsers(dest="sim_command", required=True)
     p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
@@ -122,6 +132,28 @@ def cmd_compose_render(args: argparse.Namespace) -> int:
     finally:
         for n in nodes:
             n.close()
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .stage import gate
+
+    path = Path(args.cluster or os.environ.get("GB10CHECK_CLUSTER") or "cluster.yaml")
+    if not path.exists():
+        print(f"gb10check gate: no cluster file at {path}", file=sys.stderr)
+        return 2
+    return 0 if gate(path, args.max_age_h * 3600, args.override) else 1
+
+
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from .rehearse import rehearse
+
+    out = Path(args.out or f"gb10check-rehearsal/{time.strftime('%Y%m%d-%H%M%S')}")
+    return rehearse(out, slow=not args.no_slow)
 
 
 def cmd_sim(args: argparse.Namespace) -> int:

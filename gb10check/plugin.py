@@ -8,7 +8,9 @@
 - `path`: one test per direction of each link, id = "a:netdev->b:netdev".
 - `node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
 - `measurements`: records figures (Gb/s, tok/s ...) that the run prints at its end.
-- `head`: rank 0. `api`: an openai client bound to the served model's base URL.
+- `head`: rank 0. `api`: the served API (plain HTTP, bearer key from serving.api_key_env).
+--report-dir=DIR writes report.md and report.html from what the checks recorded; a passed
+preflight+network run records the stage status that `gb10check gate` reads before a deployment.
 A node that cannot be reached fails its own tests with one line; the others run.
 """
 
@@ -20,6 +22,9 @@ import pytest
 
 from .cluster import Cluster, ClusterError, Link, load_cluster
 from .remote import RemoteError, RemoteNode
+from .report import Run, skip_reason, write
+from .stage import record_stage
+from .verdict import Degraded
 
 HINT = ("no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or copy cluster.example.yaml to cluster.yaml "
         "and edit it (or run `gb10check sim up` and use the file it writes)")
@@ -28,11 +33,14 @@ CLUSTER_KEY = pytest.StashKey[Cluster]()
 NODES_KEY = pytest.StashKey[dict[str, RemoteNode]]()
 PATH_KEY = pytest.StashKey[Path]()
 USAGE_KEY = pytest.StashKey[str]()
+REPORT_KEY = pytest.StashKey[tuple]()
+STAGE_KEY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gb10check")
     group.addoption("--cluster", metavar="PATH", help="cluster definition (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    group.addoption("--report-dir", metavar="DIR", help="write report.md and report.html (self-contained) there")
 
 
 def cluster_path(config: pytest.Config) -> Path | None:
@@ -197,22 +205,41 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
             if key == "gb10check_measurement":
                 measured.append(tuple(value))
+    # One outcome per test, for the report and the stage status: a failed setup or teardown is an error.
+    if report.when == "call" or (report.when == "setup" and not report.passed) or (report.when == "teardown" and report.failed):
+        outcome = "error" if report.failed and report.when != "call" else report.outcome
+        if outcomes.get(report.nodeid) in ("failed", "error"):
+            return
+        outcomes[report.nodeid] = outcome
+        if report.skipped:
+            messages[report.nodeid] = skip_reason(report.longrepr)
+        elif report.failed:
+            messages[report.nodeid] = report.longreprtext
+
+
+def pytest_warning_recorded(warning_message, when, nodeid, location) -> None:
+    if issubclass(warning_message.category, Degraded):
+        degraded.append(str(warning_message.message))
 
 
 measured: list[tuple] = []
+outcomes: dict[str, str] = {}
+messages: dict[str, str] = {}
+degraded: list[str] = []
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    rows = measured
-    if rows:
-        terminalreporter.section("gb10check measurements")
-        totals: dict[tuple[str, str], float] = {}
-        for what, where, value, unit in rows:
-            terminalreporter.write_line(f"{what:<28} {where:<64} {value:>10.2f} {unit}")
-            totals[(what, unit)] = totals.get((what, unit), 0.0) + value
-        for (what, unit), total in totals.items():
-            if what == "ib_write_bw":  # the logical links add up; other figures do not
-                terminalreporter.write_line(f"{what:<28} {'sum over all links':<64} {total:>10.2f} {unit}")
+def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+    config = session.config
+    if hasattr(config, "workerinput") or CLUSTER_KEY not in config.stash:
+        return  # xdist workers: the controller sees every report and writes once
+    cluster = config.stash[CLUSTER_KEY]
+    run = Run(cluster.name, outcomes=dict(outcomes), messages=dict(messages), warnings=list(degraded), measured=list(measured),
+              thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s})
+    if config.getoption("--report-dir"):
+        config.stash[REPORT_KEY] = write(run, Path(config.getoption("--report-dir")))
+    note = record_stage(config.stash[PATH_KEY], outcomes)
+    if note:
+        config.stash[STAGE_KEY] = note
 
 
 @pytest.hookimpl(wrapper=True)

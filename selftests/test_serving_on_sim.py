@@ -74,7 +74,7 @@ def test_serving_scenario_fails_exactly_its_checks(bed, name, monkeypatch):
         scenarios.apply(name)
     run = run_suite(bed, "-m", "serving", timeout=900)
     results = run.results
-    assert len(results) == 12, sorted(results)
+    assert len(results) == 13, sorted(results)
     failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
     assert set(failed) == set(EXPECTED[name]), "\n".join(sorted(set(failed) ^ set(EXPECTED[name]))) + "\n" + run.stdout[-3000:]
     for test_id, pattern in EXPECTED[name].items():

@@ -1,0 +1,64 @@
+"""The whole life of a cluster, rehearsed on the simulated pair: one command, a short summary, the reports.
+
+provision (once) -> sim up -> preflight + network (recording the stage status) -> gate -> start the
+head's real vLLM -> serving -> sim down. Each suite runs as a user runs it (`python -m pytest ...`)
+and writes its JUnit XML and report into the rehearsal's folder.
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import stage
+from .sim import control, provision, serve
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def suite(cluster: Path, out: Path, name: str, marker: str) -> int:
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", marker, f"--cluster={cluster}",
+            f"--report-dir={out / name}", f"--junitxml={out / name / 'junit.xml'}"]
+    print(f"== {name}: pytest -m \"{marker}\"", flush=True)
+    return subprocess.run(argv, cwd=REPO).returncode
+
+
+def rehearse(out: Path, slow: bool = True) -> int:
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    stages: list[tuple[str, str, float]] = []
+    start = time.monotonic()
+
+    def done(name: str, verdict: str, t0: float) -> None:
+        stages.append((name, verdict, time.monotonic() - t0))
+
+    try:
+        t0 = time.monotonic()
+        provision.provision()
+        done("provision", "ok", t0)
+        t0 = time.monotonic()
+        cluster = control.up(2)
+        done("sim up", "ok", t0)
+        t0 = time.monotonic()
+        rc = suite(cluster, out, "preflight-network", "preflight or network" if slow else "(preflight or network) and not slow")
+        done("preflight + network", "passed" if rc == 0 else f"FAILED (exit {rc})", t0)
+        if not stage.gate(cluster, max_age_s=3600):
+            done("deploy", "refused by the gate", time.monotonic())
+        else:
+            t0 = time.monotonic()
+            rec = serve.start(say=lambda m: print(m, flush=True))
+            done(f"deploy (vLLM ready in {rec['ready_s']} s)", "ok", t0)
+            t0 = time.monotonic()
+            rc = suite(cluster, out, "serving", "serving")
+            done("serving", "passed" if rc == 0 else f"FAILED (exit {rc})", t0)
+    except Exception as exc:  # noqa: BLE001 - the summary names whatever stopped the rehearsal
+        stages.append(("stopped", f"{type(exc).__name__}: {exc}", 0.0))
+    finally:
+        control.down(quiet=True)
+    print("\n== rehearsal summary")
+    for name, verdict, took in stages:
+        print(f"  {name:<40} {verdict:<28} {took:7.1f} s")
+    print(f"  {'total':<40} {'':<28} {time.monotonic() - start:7.1f} s")
+    print(f"  reports: {out}/*/report.html (and report.md, junit.xml)")
+    ok = all(v in ("ok", "passed") for _, v, _ in stages)
+    return 0 if ok else 1
