@@ -27,6 +27,14 @@ class Reply:
     def json(self):
         return json.loads(self.text)
 
+    @property
+    def error(self) -> str:
+        """The server's error message, whichever envelope it used; the raw body when it is none of them."""
+        try:
+            return parse_error(self.text).message
+        except ParseError:
+            return f"(unrecognised error body) {self.text[:300]!r}"
+
 
 @dataclass
 class Timed:
@@ -142,7 +150,7 @@ def measure_decode(api: Api, model: str, where: str, max_tokens: int = 400) -> d
             "stream_options": {"include_usage": True}}
     error, timed = api.stream("/chat/completions", body)
     if error:
-        raise AssertionError(f"{where}: POST /chat/completions -> {error.status}: {parse_error(error.text).message}")
+        raise AssertionError(f"{where}: POST /chat/completions -> {error.status}: {error.error}")
     if timed.decode_tok_s is None:
         raise AssertionError(f"{where}: cannot time decoding: {timed.token_chunks} token chunks, "
                              f"completion_tokens {timed.completion_tokens} (usage chunk missing?)")

@@ -174,7 +174,7 @@ def parse_sse(text: str) -> Stream:
 
 @dataclass
 class ApiError:
-    envelope: str  # "nested" {"error": {...}} | "flat" {"object": "error", ...} | "fastapi" {"detail": ...}
+    envelope: str  # "nested" {"error": {...}} | "flat" {"object": "error", ...} | "string" {"error": "..."} | "fastapi" {"detail": ...}
     message: str
     type: str | None
     code: int | None
@@ -188,6 +188,8 @@ def parse_error(text: str) -> ApiError:
         return ApiError("nested", str(e.get("message", "")), e.get("type"), _code(e.get("code")), e.get("param"))
     if isinstance(body, dict) and body.get("object") == "error":
         return ApiError("flat", str(body.get("message", "")), body.get("type"), _code(body.get("code")), body.get("param"))
+    if isinstance(body, dict) and isinstance(body.get("error"), str):  # vLLM's API-key middleware: {"error": "Unauthorized"}
+        return ApiError("string", body["error"], None, None, None)
     if isinstance(body, dict) and "detail" in body:
         detail = body["detail"]
         return ApiError("fastapi", detail if isinstance(detail, str) else json.dumps(detail), None, None, None)

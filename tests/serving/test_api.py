@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from gb10check.facts.vllm_api import parse_error, parse_models
+from gb10check.facts.vllm_api import parse_models
 from gb10check.remedies import Code
 from gb10check.verdict import Finding, report
 
@@ -30,7 +30,7 @@ def test_api_key(api, api_state, cluster):
     if models.status in (401, 403):
         sent = "a key from " + env if api.api_key else f"no key ({env} is not set)"
         report([Finding(Code.API_KEY, f"{cluster.head.name} {api.base_url}",
-                        f"GET /v1/models -> {models.status} {parse_error(models.text).message!r} with {sent}",
+                        f"GET /v1/models -> {models.status} {models.error!r} with {sent}",
                         "200 with the configured key (or no key required)", env=env)])
 
 
@@ -72,12 +72,11 @@ def test_model_registered(served, cluster):
 def test_unknown_model_is_404(served, cluster):
     reply = served.post("/chat/completions", {"model": "gb10check-no-such-model", "max_tokens": 1,
                                              "messages": [{"role": "user", "content": "hi"}]})
-    err = parse_error(reply.text) if reply.status != 200 else None
     if reply.status != 404:
         report([Finding(Code.ERROR_STATUS, f"{cluster.head.name} {served.base_url}/chat/completions",
-                        f"{reply.status} {err.message if err else reply.text[:200]!r}", "404 naming the unknown model",
-                        status=reply.status)])
-    assert "gb10check-no-such-model" in err.message, f"404 without naming the model: {err.message!r} ({err.envelope} envelope)"
+                        f"{reply.status} {reply.error if reply.status != 200 else reply.text[:200]!r}",
+                        "404 naming the unknown model", status=reply.status)])
+    assert "gb10check-no-such-model" in reply.error, f"404 without naming the model: {reply.error!r}"
 
 
 def test_metrics(served, cluster, measurements):

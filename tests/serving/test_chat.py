@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gb10check.facts.vllm_api import completion_from, parse_error
+from gb10check.facts.vllm_api import completion_from
 from gb10check.remedies import Code
 from gb10check.verdict import Finding, report
 
@@ -25,8 +25,7 @@ def chat(api, cluster, content: str, thinking: bool = False, **extra) -> dict:
 def post_chat(api, cluster, body: dict):
     reply = api.post("/chat/completions", body)
     if reply.status != 200:
-        err = parse_error(reply.text)
-        pytest.fail(f"{cluster.head.name}: POST /chat/completions -> {reply.status}: {err.message}", pytrace=False)
+        pytest.fail(f"{cluster.head.name}: POST /chat/completions -> {reply.status}: {reply.error}", pytrace=False)
     return completion_from(reply.json())
 
 
@@ -81,7 +80,7 @@ def test_tool_call(served, cluster):
     parser = cluster.deploy.tool_call_parser or "<the model's parser>"
     reply = served.post("/chat/completions", chat(served, cluster, TOOL_PROMPT, tools=[WEATHER_TOOL]))
     if reply.status != 200:
-        report([Finding(Code.TOOL_CALL_MISSING, cluster.head.name, f"{reply.status}: {parse_error(reply.text).message}",
+        report([Finding(Code.TOOL_CALL_MISSING, cluster.head.name, f"{reply.status}: {reply.error}",
                         "200 with a tool call", parser=parser)])
     c = completion_from(reply.json())
     report(check_call(cluster.head.name, c.finish_reason, c.tool_calls, parser))
@@ -93,7 +92,7 @@ def test_tool_call_streamed(served, cluster):
     parser = cluster.deploy.tool_call_parser or "<the model's parser>"
     error, timed = served.stream("/chat/completions", chat(served, cluster, TOOL_PROMPT, tools=[WEATHER_TOOL]))
     if error:
-        report([Finding(Code.TOOL_CALL_MISSING, cluster.head.name, f"{error.status}: {parse_error(error.text).message}",
+        report([Finding(Code.TOOL_CALL_MISSING, cluster.head.name, f"{error.status}: {error.error}",
                         "200 with a streamed tool call", parser=parser)])
     report(check_call(f"{cluster.head.name} (streamed)", timed.stream.finish_reason, timed.stream.tool_calls, parser))
 
@@ -103,7 +102,7 @@ def test_streaming(served, cluster, measurements):
     error, timed = served.stream("/chat/completions", body)
     where = cluster.head.name
     if error:
-        pytest.fail(f"{where}: streaming POST /chat/completions -> {error.status}: {parse_error(error.text).message}", pytrace=False)
+        pytest.fail(f"{where}: streaming POST /chat/completions -> {error.status}: {error.error}", pytrace=False)
     problems = []
     if timed.token_chunks < 2:
         problems.append(f"{timed.token_chunks} chunks with tokens (expected several)")
@@ -121,7 +120,7 @@ def test_concurrency(served, cluster):
     bodies = [chat(served, cluster, f"Name a colour. Request {i}.", max_tokens=16) for i in range(n)]
     with ThreadPoolExecutor(n) as pool:
         replies = list(pool.map(lambda b: served.post("/chat/completions", b), bodies))
-    failed = [f"#{i}: {r.status} {parse_error(r.text).message}" for i, r in enumerate(replies) if r.status != 200]
+    failed = [f"#{i}: {r.status} {r.error}" for i, r in enumerate(replies) if r.status != 200]
     if failed:
         report([Finding(Code.CONCURRENCY, cluster.head.name, f"{len(failed)} of {n} failed: {'; '.join(failed)[:400]}",
                         f"all {n} (max_num_seqs) requests at once answered", value=n)])
