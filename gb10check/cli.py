@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-rdma-devices", action="store_true", help="leave /dev/infiniband out (machines without RDMA)")
     p.add_argument("--no-gpu", action="store_true", help="leave the GPU reservation out (machines without an NVIDIA GPU)")
     p.set_defaults(func=cmd_compose_render)
+    p = sub.add_parser("ssh-keys", help="one cluster key on every node, peers in ~/.ssh/config and known_hosts, then verify the mesh")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    p.set_defaults(func=cmd_ssh_keys)
     p = sub.add_parser("gate", help="exit 0 when a fresh preflight+network run passed for this cluster file (deploy steps call it)")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--max-age-h", type=float, default=24, help="how old the passing run may be, in hours (default 24)")
@@ -129,6 +133,24 @@ def cmd_compose_render(args: argparse.Namespace) -> int:
     nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
     try:
         return stack.push(cluster, nodes, args.check, not args.no_rdma_devices, not args.no_gpu)
+    finally:
+        for n in nodes:
+            n.close()
+
+
+def cmd_ssh_keys(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .deploy import sshkeys
+    from .remote import RemoteNode
+
+    cluster = cluster_from(args.cluster)
+    nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
+    try:
+        return sshkeys.run(cluster, nodes, Path(cluster.ssh.cluster_key), args.check)
+    except sshkeys.SshStepError as exc:
+        print(f"gb10check ssh-keys: {exc}", file=sys.stderr)
+        return 2
     finally:
         for n in nodes:
             n.close()

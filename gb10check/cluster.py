@@ -44,6 +44,7 @@ class Ssh(Strict):
     port: int = Field(22, ge=1, le=65535)
     identity_file: str = "~/.ssh/id_ed25519"
     known_hosts: str = "~/.ssh/known_hosts"
+    cluster_key: str = "~/.ssh/id_ed25519_shared"  # the one key nodes use to reach each other (gb10check ssh-keys)
     connect_timeout_s: float = Field(10, gt=0)
     command_timeout_s: float = Field(60, gt=0)
 
@@ -52,7 +53,8 @@ class Ssh(Strict):
         def absolute(value: str) -> str:
             p = Path(os.path.expanduser(value))
             return str(p if p.is_absolute() else (base / p).resolve())
-        return self.model_copy(update={"identity_file": absolute(self.identity_file), "known_hosts": absolute(self.known_hosts)})
+        return self.model_copy(update={"identity_file": absolute(self.identity_file), "known_hosts": absolute(self.known_hosts),
+                                       "cluster_key": absolute(self.cluster_key)})
 
 
 class Link(Strict):

@@ -237,9 +237,28 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
               thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s})
     if config.getoption("--report-dir"):
         config.stash[REPORT_KEY] = write(run, Path(config.getoption("--report-dir")))
-    note = record_stage(config.stash[PATH_KEY], outcomes)
+    # A -k subset proves nothing about the hosts as a whole: only full runs record the stage status.
+    note = None if config.getoption("keyword") else record_stage(config.stash[PATH_KEY], outcomes)
     if note:
         config.stash[STAGE_KEY] = note
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    if REPORT_KEY in config.stash:
+        md, page = config.stash[REPORT_KEY]
+        terminalreporter.write_line(f"gb10check report: {md} and {page}")
+    if STAGE_KEY in config.stash:
+        terminalreporter.write_line(config.stash[STAGE_KEY])
+    rows = measured
+    if rows:
+        terminalreporter.section("gb10check measurements")
+        totals: dict[tuple[str, str], float] = {}
+        for what, where, value, unit in rows:
+            terminalreporter.write_line(f"{what:<28} {where:<64} {value:>10.2f} {unit}")
+            totals[(what, unit)] = totals.get((what, unit), 0.0) + value
+        for (what, unit), total in totals.items():
+            if what == "ib_write_bw":  # the logical links add up; other figures do not
+                terminalreporter.write_line(f"{what:<28} {'sum over all links':<64} {total:>10.2f} {unit}")
 
 
 @pytest.hookimpl(wrapper=True)

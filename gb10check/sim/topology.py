@@ -57,7 +57,8 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22) -> st
     doc = {
         "name": "gb10sim",
         "ssh": {"user": USER, "port": ssh_port, "identity_file": f"{state_dir}/runner_ed25519",
-                "known_hosts": f"{state_dir}/known_hosts", "connect_timeout_s": 5, "command_timeout_s": 60},
+                "known_hosts": f"{state_dir}/known_hosts",
+                "cluster_key": f"{state_dir}/shared_ed25519", "connect_timeout_s": 5, "command_timeout_s": 60},
         "nodes": [{"name": n.name, "address": n.mgmt_ip, "rank": n.rank,
                    "links": [{"netdev": l.netdev, "rdma_device": l.rdma_device, "address": l.address} for l in n.links]}
                   for n in nodes],
