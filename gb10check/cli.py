@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = simsub.add_parser("apply", help="apply a fault scenario to the running simulation")
     p.add_argument("scenario")
     simsub.add_parser("scenarios", help="list the fault scenarios")
+    p = simsub.add_parser("deploy", help="start the two-node TP stack rank 0 first, followers headless, with the memory watchdog")
+    p.add_argument("--stall-timeout", type=float, help="seconds without a new startup milestone before giving up "
+                                                      "(default: deploy.watchdog.stall_timeout_s)")
     simsub.add_parser("provision", help="install vLLM for CPU and the small model the simulation serves (once, cached)")
     p = simsub.add_parser("serve", help="start the head node's real vLLM and wait until it serves (--stop: stop it)")
     p.add_argument("--stop", action="store_true")
@@ -194,6 +197,16 @@ def cmd_sim(args: argparse.Namespace) -> int:
         elif args.sim_command == "scenarios":
             for s in scenarios.SCENARIOS.values():
                 print(f"{s.name:<24} {s.summary}")
+        elif args.sim_command == "deploy":
+            from .cluster import load_cluster
+            from .deploy.run import DeployFailed, SimLauncher, deploy
+
+            cluster = load_cluster(control.state_dir() / "cluster.yaml")
+            try:
+                deploy(cluster, SimLauncher(cluster), control.state_dir() / "deployment.json", stall_timeout_s=args.stall_timeout)
+            except DeployFailed as exc:
+                print(f"gb10check sim deploy: FAILED: {exc}", file=sys.stderr)
+                return 1
         elif args.sim_command == "provision":
             provision.provision()
         elif args.sim_command == "serve":

@@ -119,7 +119,7 @@ VISIBLE = {
                            "cat /home/lenovo/vllm/huggingface/hub/models--Qwen--Qwen3.8-Flash-Next/snapshots/*/model.safetensors.index.json",
                         '"total_size": 360004158750'),
     "hf-cache-600": (1, "find /home/lenovo/vllm/huggingface -perm 600", "/blobs/"),
-    "hf-cache-incomplete": (1, "ls /home/lenovo/vllm/huggingface/hub/*/snapshots/*/ | grep -c safetensors$", "7"),
+    "hf-cache-incomplete": (1, "ls /home/lenovo/vllm/huggingface/hub/*/snapshots/*/ | grep -c safetensors$", "2"),
     "hf-cache-dereferenced": (1, "find /home/lenovo/vllm/huggingface/hub/*/snapshots -type f", "config.json"),
     "low-memavailable": (1, "grep MemAvailable /proc/meminfo", "MemAvailable:"),
     "page-cache": (0, "free -g | awk '/Mem:/ {print \"cache\", $6}'", "cache 4"),
@@ -127,7 +127,9 @@ VISIBLE = {
 
 
 def test_every_scenario_has_a_visibility_check():
-    assert set(VISIBLE) == set(scenarios.SCENARIOS)
+    # Serving scenarios restart the head's real vLLM another way: test_serving_on_sim shows each through the API.
+    serving = {s.name for s in scenarios.SCENARIOS.values() if any(step.serve is not None for step in s.steps)}
+    assert set(VISIBLE) == set(scenarios.SCENARIOS) - serving
 
 
 @pytest.mark.parametrize("name", sorted(VISIBLE))

@@ -107,9 +107,26 @@ def refresh(s: dict) -> None:
                      f"(dvs-builder@gb10sim)  Wed Jan  7 22:35:57 UTC 2026\nGCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04.1) ")
 
 
+OS_BASELINE_KB = 1024 * 1024  # what an idle GB10's own services hold, beside the node's processes
+
+
+def node_rss_kb() -> int:
+    """Resident memory of this node's own processes (its /proc shows only its PID namespace)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    total += int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
 def write_meminfo(s: dict) -> None:
-    """A GB10's 119 GiB of unified memory; what the host's processes really use (a memory hog in a node
-    included) and the scenario's `extra_used_kb` are taken from it."""
+    """A GB10's 119 GiB of unified memory; what this node's processes really hold (a loading vLLM rank or
+    a memory hog, this node's only: each GB10 has its own memory) and the scenario's `extra_used_kb` are
+    taken from it."""
     host = {}
     for line in read("/etc/gb10sim/host-meminfo").splitlines():
         key, _, rest = line.partition(":")
@@ -117,7 +134,7 @@ def write_meminfo(s: dict) -> None:
     if not host.get("MemTotal"):
         return
     total = s.get("mem_total_kb", 127600816)
-    used = host["MemTotal"] - host.get("MemAvailable", host["MemTotal"]) + s.get("extra_used_kb", 0)
+    used = OS_BASELINE_KB + node_rss_kb() + s.get("extra_used_kb", 0)
     available = max(0, total - used)
     cached = min(host.get("Cached", 0) + s.get("extra_cached_kb", 0), available)
     lines = [("MemTotal", total), ("MemFree", max(0, available - cached)), ("MemAvailable", available),

@@ -1,0 +1,104 @@
+"""The rank-ordered deployment and its watcher against a real two-node vLLM (TP=2 over the simulated
+enp1s0f0np0, rank 1 --headless), started from each node's own compose file: it comes up, and each
+failure the field report met by hand is stopped and named instead of hanging."""
+
+import subprocess
+import threading
+import time
+
+import pytest
+
+from gb10check.cluster import load_cluster
+from gb10check.deploy.run import DeployFailed, SimLauncher, deploy
+from gb10check.sim import control, provision, scenarios
+
+from .simbed import require_sim
+
+pytestmark = pytest.mark.sim
+A, B = "thinkstationpgx-30", "thinkstationpgx-32"
+
+
+@pytest.fixture
+def bed():
+    require_sim()
+    if not provision.ready():
+        pytest.fail("the sim needs `gb10check sim provision` (.ci/run runs it)")
+    path = control.up(2, quiet=True)
+    launcher = None
+
+    def make(cluster=None):
+        nonlocal launcher
+        cluster = cluster or load_cluster(path)
+        launcher = SimLauncher(cluster)
+        return cluster, launcher
+
+    yield path, make
+    if launcher:
+        for n in (A, B):
+            launcher.stop(n, kill=True)
+    control.down(quiet=True)
+
+
+def test_healthy_pair_deploys_rank0_first_follower_headless(bed):
+    path, make = bed
+    cluster, launcher = make()
+    said = []
+    rec = deploy(cluster, launcher, path.parent / "deployment.json", say=said.append, stall_timeout_s=120)
+    assert rec.outcome == "serving"
+    assert list(rec.milestones[A]).index("distributed_init") < list(rec.milestones[A]).index("startup_complete")
+    assert "headless" in rec.milestones[B] and "startup_complete" not in rec.milestones[B]
+    assert said[0].startswith(f"starting rank 0 on {A}") and said[1].startswith(f"starting rank 1 on {B}")
+    assert said[1].endswith("--headless") and not said[0].endswith("--headless")
+    assert "Launching vLLM" in launcher.log(B) and "headless multiproc executor" in launcher.log(B)
+    assert (path.parent / "deployment.json").exists() and '"outcome": "serving"' in (path.parent / "deployment.json").read_text()
+
+
+def test_follower_without_headless_fails_fast_names_the_cause_and_stops_rank0(bed):
+    path, make = bed
+    scenarios.apply("no-headless")
+    cluster, launcher = make()
+    start = time.monotonic()
+    with pytest.raises(DeployFailed) as err:
+        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=240)
+    took = time.monotonic() - start
+    text = str(err.value)
+    assert f"{B} (rank 1) exited with code" in text
+    assert "cause: rank 1+ started without --headless" in text and "collective_rpc should not be called on follower node" in text
+    assert launcher.exit_code(A) is not None, "rank 0 hangs forever on its own: the deploy must stop it"
+    assert took < 120, f"took {took:.0f} s"
+
+
+def test_dropped_rendezvous_stalls_and_is_named(bed):
+    path, make = bed
+    scenarios.apply("ufw-no-qsfp-rules")  # ufw on rank 1 drops what comes in over the QSFP subnets
+    cluster, launcher = make()
+    with pytest.raises(DeployFailed) as err:
+        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=45)
+    text = str(err.value)
+    assert "startup stalled: no new milestone on any rank for" in text
+    assert "a firewall dropping the master port 29501 on a follower" in text
+    assert launcher.exit_code(A) is not None and launcher.exit_code(B) is not None
+
+
+def test_memory_watchdog_stops_every_rank(bed):
+    path, make = bed
+    cluster, launcher = make()
+    avail = launcher.mem_available_gib(B)
+    # A real hog in the follower: 6 GiB written, so it is resident. The threshold sits 4.5 GiB under what
+    # the node has now: above what its loading rank takes (about 2.5 GiB), under what the hog adds
+    # (a GB10's 5 GiB would need a 110 GiB hog).
+    wd = cluster.deploy.watchdog.model_copy(update={"min_mem_available": avail - 4.5, "poll_interval_s": 0.5})
+    cluster = cluster.model_copy(update={"deploy": cluster.deploy.model_copy(update={"watchdog": wd})})
+    cluster, launcher = make(cluster)
+
+    def hog():
+        time.sleep(15)
+        control.node_exec(B, "timeout 120 python3 -c 'b = b\"x\" * (6 * 2**30); import time; time.sleep(120)' &", check=False)
+
+    threading.Thread(target=hog, daemon=True).start()
+    with pytest.raises(DeployFailed) as err:
+        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=240)
+    text = str(err.value)
+    assert f"watchdog: {B} MemAvailable" in text and "stopped every rank" in text
+    assert launcher.exit_code(A) is not None and launcher.exit_code(B) is not None
+    control.node_exec(B, "pkill -f 'b = b' || true", check=False)
