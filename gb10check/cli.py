@@ -203,7 +203,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
             cluster = load_cluster(control.state_dir() / "cluster.yaml")
             try:
-                deploy(cluster, SimLauncher(cluster), control.state_dir() / "deployment.json", stall_timeout_s=args.stall_timeout)
+                from .stage import deployment_record_path
+
+                deploy(cluster, SimLauncher(cluster), deployment_record_path(control.state_dir() / "cluster.yaml"),
+                       stall_timeout_s=args.stall_timeout)
             except DeployFailed as exc:
                 print(f"gb10check sim deploy: FAILED: {exc}", file=sys.stderr)
                 return 1

@@ -249,6 +249,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"gb10check report: {md} and {page}")
     if STAGE_KEY in config.stash:
         terminalreporter.write_line(config.stash[STAGE_KEY])
+    if PATH_KEY in config.stash and any(t.startswith("tests/serving/") for t in outcomes):
+        from .stage import deployment_record_path
+
+        record = deployment_record_path(config.stash[PATH_KEY])
+        if not record.exists():
+            terminalreporter.write_line(f"gb10check: no deployment record ({record}): the serving checks ran against whatever "
+                                        "answers at the base URL, not a deployment made by gb10check")
     rows = measured
     if rows:
         terminalreporter.section("gb10check measurements")

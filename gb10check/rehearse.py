@@ -1,7 +1,7 @@
 """The whole life of a cluster, rehearsed on the simulated pair: one command, a short summary, the reports.
 
-provision (once) -> sim up -> preflight + network (recording the stage status) -> gate -> start the
-head's real vLLM -> serving -> sim down. Each suite runs as a user runs it (`python -m pytest ...`)
+provision (once) -> sim up -> preflight + network (recording the stage status) -> gate -> deploy the
+real two-node vLLM (TP=2, rank 0 first, rank 1 headless, watchdog on) -> serving -> sim down. Each suite runs as a user runs it (`python -m pytest ...`)
 and writes its JUnit XML and report into the rehearsal's folder.
 """
 
@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 from . import stage
-from .sim import control, provision, serve
+from .cluster import load_cluster
+from .deploy.run import DeployFailed, SimLauncher, deploy
+from .sim import control, provision
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,8 +48,14 @@ def rehearse(out: Path, slow: bool = True) -> int:
             done("deploy", "refused by the gate", time.monotonic())
         else:
             t0 = time.monotonic()
-            rec = serve.start(say=lambda m: print(m, flush=True))
-            done(f"deploy (vLLM ready in {rec['ready_s']} s)", "ok", t0)
+            c = load_cluster(cluster)
+            try:
+                deploy(c, SimLauncher(c), stage.deployment_record_path(cluster), say=lambda m: print(m, flush=True),
+                       stall_timeout_s=300)
+                done("deploy (TP=2: rank 0, then rank 1 headless; watchdog on)", "ok", t0)
+            except DeployFailed as exc:
+                done("deploy", f"FAILED: {str(exc).splitlines()[0][:60]}", t0)
+                raise
             t0 = time.monotonic()
             rc = suite(cluster, out, "serving", "serving")
             done("serving", "passed" if rc == 0 else f"FAILED (exit {rc})", t0)

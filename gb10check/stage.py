@@ -19,6 +19,11 @@ def status_path(cluster_file: Path) -> Path:
     return cluster_file.resolve().parent / ".gb10check-status.json"
 
 
+def deployment_record_path(cluster_file: Path) -> Path:
+    """Where the deploy writes what it started, where, when and how long each stage took (read by the serving stage)."""
+    return cluster_file.resolve().parent / ".gb10check-deployment.json"
+
+
 def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

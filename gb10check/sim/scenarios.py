@@ -115,9 +115,9 @@ SCENARIOS = {s.name: s for s in [
              (Step(0, serve={"drop": ["--reasoning-parser"]}),)),
     Scenario("tool-parser-off", "the head's vLLM started without --enable-auto-tool-choice --tool-call-parser",
              (Step(0, serve={"drop": ["--tool-call-parser"]}),)),
-    Scenario("server-throttled", "the head's vLLM is capped at 0.6 of a core (a CPU quota): about 5 tok/s, under the floor of 10 "
+    Scenario("server-throttled", "the head's vLLM is capped at 0.3 of a core (a CPU quota): about 3 tok/s, under the floor of 5 "
              "(one throughput repetition: at that speed three take minutes)",
-             (Step(0, serve={"cpu_quota": 0.6}, cluster={"serving": {"repetitions": 1}}),)),
+             (Step(0, serve={"cpu_quota": 0.3}, cluster={"serving": {"repetitions": 1}}),)),
     Scenario("api-key-required", "the head's vLLM requires an API key; the runner has none in GB10CHECK_API_KEY",
              (Step(0, serve={"api_key": True}),)),
     Scenario("same-subnet", "rank 0 and 1: the second logical link moved into the first link's subnet",

@@ -1,0 +1,65 @@
+"""Watchdog reaction time on the simulated pair: a real memory hog in the follower crosses the
+threshold while the real two-node vLLM loads; how long until every rank is stopped?
+
+Reaction = (deploy raised, every rank stopped) - (an independent 0.1 s poller first saw MemAvailable
+under the threshold), measured for the default poll interval (2 s) and a fast one (0.5 s) in one run;
+the poll interval bounds it. Needs root and `gb10check sim provision`.
+
+    python bench/watchdog_reaction.py
+"""
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gb10check.cluster import load_cluster  # noqa: E402
+from gb10check.deploy.run import DeployFailed, SimLauncher, deploy  # noqa: E402
+from gb10check.sim import control  # noqa: E402
+
+HOG = "timeout 120 python3 -c 'import time; b = b\"x\" * (6 * 2**30); time.sleep(120)'"
+
+
+def once(poll_s: float) -> float:
+    path = control.up(2, quiet=True)
+    cluster = load_cluster(path)
+    follower = sorted(cluster.nodes, key=lambda n: n.rank)[1].name
+    launcher = SimLauncher(cluster)
+    avail = launcher.mem_available_gib(follower)
+    wd = cluster.deploy.watchdog.model_copy(update={"min_mem_available": avail - 4.5, "poll_interval_s": poll_s})
+    cluster = cluster.model_copy(update={"deploy": cluster.deploy.model_copy(update={"watchdog": wd})})
+    launcher = SimLauncher(cluster)
+    threading.Timer(15, lambda: control.node_exec(follower, HOG + " &", check=False)).start()
+    crossed: list[float] = []
+
+    def watch() -> None:
+        probe = SimLauncher(cluster)
+        while not crossed:
+            if probe.mem_available_gib(follower) < wd.min_mem_available:
+                crossed.append(time.time())
+            time.sleep(0.1)
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        deploy(cluster, launcher, path.parent / "bench-deployment.json", say=lambda m: None, stall_timeout_s=300)
+        raise SystemExit("the watchdog never fired")
+    except DeployFailed as exc:
+        stopped = time.time()
+        if "watchdog" not in str(exc):
+            raise SystemExit(f"the deploy failed for another reason: {exc}")
+    control.down(quiet=True)
+    return stopped - crossed[0]
+
+
+def main() -> int:
+    rows = [(poll, once(poll)) for poll in (2.0, 0.5)]
+    print("poll interval   reaction (MemAvailable under the threshold -> every rank stopped)")
+    for poll, reaction in rows:
+        print(f"{poll:>8.1f} s     {reaction:6.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
