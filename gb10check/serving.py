@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import requests
 
-from .facts.vllm_api import ParseError, Stream, parse_error, reassemble
+from .facts.vllm_api import DONE, ParseError, Stream, parse_error, reassemble, sse_event
 
 
 class ApiUnreachable(Exception):
@@ -101,16 +101,12 @@ class Api:
         events, done, first, last, token_chunks = [], False, None, None, 0
         with r:
             for raw in r.iter_lines(decode_unicode=True):
-                if not raw or not raw.startswith("data:"):
-                    continue
-                payload = raw[5:].strip()
-                if payload == "[DONE]":
+                event = sse_event(raw or "")
+                if event == DONE:
                     done = True
                     break
-                try:
-                    event = json.loads(payload)
-                except json.JSONDecodeError:
-                    raise ParseError("vllm_sse", "'data: {json object}' events", raw) from None
+                if event is None:
+                    continue
                 events.append(event)
                 if _carries_token(event):
                     now = time.monotonic() - start

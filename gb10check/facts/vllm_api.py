@@ -149,22 +149,35 @@ def _str(value) -> str:
     return value if isinstance(value, str) else ""
 
 
+DONE = "[DONE]"
+
+
+def sse_event(line: str) -> dict | str | None:
+    """One server-sent-events line: its JSON object, DONE for 'data: [DONE]', None for anything but a data line.
+
+    Shared by parse_sse (a captured stream) and serving.Api.stream (a live one)."""
+    if not line.startswith("data:"):
+        return None
+    payload = line[5:].strip()
+    if payload == DONE:
+        return DONE
+    try:
+        event = json.loads(payload)
+    except json.JSONDecodeError:
+        event = None
+    if not isinstance(event, dict):
+        raise ParseError("vllm_sse", "'data: {json object}' events", line)
+    return event
+
+
 def parse_sse(text: str) -> Stream:
     events, done = [], False
     for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
+        event = sse_event(line)
+        if event == DONE:
             done = True
-            continue
-        try:
-            event = json.loads(payload)
-        except json.JSONDecodeError:
-            event = None
-        if not isinstance(event, dict):
-            raise ParseError("vllm_sse", "'data: {json object}' events", line)
-        events.append(event)
+        elif event is not None:
+            events.append(event)
     if not events and not done:
         raise ParseError("vllm_sse", "server-sent events ('data: {...}' lines ending with 'data: [DONE]')", text)
     stream = reassemble(events)
