@@ -57,8 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compose-render", help="render the compose file and each node's .env, show the diff, push them")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
-    p.add_argument("--no-rdma-devices", action="store_true", help="leave /dev/infiniband out (machines without RDMA)")
-    p.add_argument("--no-gpu", action="store_true", help="leave the GPU reservation out (machines without an NVIDIA GPU)")
     p.set_defaults(func=cmd_compose_render)
     p = sub.add_parser("ssh-keys", help="one cluster key on every node, peers in ~/.ssh/config and known_hosts, then verify the mesh")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
@@ -135,7 +133,7 @@ def cmd_compose_render(args: argparse.Namespace) -> int:
     cluster = cluster_from(args.cluster)
     nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
     try:
-        return stack.push(cluster, nodes, args.check, not args.no_rdma_devices, not args.no_gpu)
+        return stack.push(cluster, nodes, args.check)
     finally:
         for n in nodes:
             n.close()

@@ -150,6 +150,10 @@ class Deploy(Strict):
     reasoning_parser: str | None = "qwen3"  # vLLM --reasoning-parser; null: the model does not reason
     tool_call_parser: str | None = "qwen3_xml"  # vLLM --tool-call-parser (with --enable-auto-tool-choice); null: no tools
     extra_args: list[str] = []  # appended to `vllm serve` on every rank
+    extra_volumes: list[str] = []  # more "host:container[:ro]" mounts for the service (a local model folder ...)
+    extra_environment: dict[str, str] = {}  # more environment for the service (compose ${VAR} from .env allowed)
+    map_infiniband: bool = True  # false only where /dev/infiniband cannot exist (the simulation); the lint follows it
+    memlock_unlimited: bool = True  # false only where the hard memlock limit cannot be raised (the simulation's machine)
     watchdog: Watchdog = Watchdog()
 
 

@@ -49,8 +49,8 @@ def serve_args(cluster: Cluster, node_rank: str | None = None) -> list[str]:
     return args + ["--host", "0.0.0.0", "--port", str(d.api_port)] + list(d.extra_args)
 
 
-def render(cluster: Cluster, rdma_devices: bool = True, gpu: bool = True) -> str:
-    """The compose file. `rdma_devices`/`gpu` false leave out what a machine without them cannot map (the simulation)."""
+def render(cluster: Cluster) -> str:
+    """The compose file (deploy.map_infiniband false leaves /dev/infiniband out: the simulation has none)."""
     d = cluster.deploy
     head = cluster.head
     first = head.links[0].netdev
@@ -68,20 +68,19 @@ def render(cluster: Cluster, rdma_devices: bool = True, gpu: bool = True) -> str
         else f"{int(d.container_memory_limit * 1024)}M"
     service = {
         "image": d.image, "container_name": "gb10-vllm", "network_mode": "host", "ipc": "host", "restart": "no",
-        "volumes": [f"{d.hf_cache}:/root/.cache/huggingface", "/etc/localtime:/etc/localtime:ro"],
-        **({"devices": ["/dev/infiniband:/dev/infiniband"]} if rdma_devices else {}),
+        "volumes": [f"{d.hf_cache}:/root/.cache/huggingface", "/etc/localtime:/etc/localtime:ro", *d.extra_volumes],
+        **({"devices": ["/dev/infiniband:/dev/infiniband"]} if d.map_infiniband else {}),
         "cap_add": ["IPC_LOCK", "SYS_PTRACE"], "security_opt": ["seccomp:unconfined"],
-        "ulimits": {"memlock": -1, "stack": 67108864},
+        "ulimits": {**({"memlock": -1} if d.memlock_unlimited else {}), "stack": 67108864},
         "deploy": {"resources": {"limits": {"memory": limit},
-                                 **({"reservations": {"devices": [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}
-                                    if gpu else {})}},
+                                 "reservations": {"devices": [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}},
         "environment": {
             "PYTHONUNBUFFERED": "1", "MODEL_ID": "${MODEL_ID}", "NODE_RANK": "${NODE_RANK}", "VLLM_HOST_IP": "${VLLM_HOST_IP}",
             "MASTER_ADDR": cluster.master_addr, "NCCL_IB_HCA": f"={hcas}", "NCCL_IB_DISABLE": "0",
             "NCCL_IB_GID_INDEX": str(cluster.expect.roce_gid_index), "NCCL_IB_MERGE_NICS": "1", "NCCL_SOCKET_IFNAME": first,
             "NCCL_SOCKET_FAMILY": "AF_INET", "GLOO_SOCKET_IFNAME": first, "GLOO_SOCKET_FAMILY": "AF_INET", "GLOO_USE_LIBUV": "0",
             "TORCH_GLOO_USE_LIBUV": "0", "TP_SOCKET_IFNAME": first, "NCCL_NET_PLUGIN": "none", "NCCL_IB_ROCE_VERSION_NUM": "2",
-            "NCCL_CUMEM_ENABLE": "0", "NCCL_DEBUG": "WARN",
+            "NCCL_CUMEM_ENABLE": "0", "NCCL_DEBUG": "WARN", **d.extra_environment,
         },
         "entrypoint": ["/bin/bash", "-lc"],
         "command": [script],

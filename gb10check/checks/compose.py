@@ -25,8 +25,7 @@ def _memlock_unlimited(svc: dict) -> bool:
     return str(memlock) == "-1"
 
 
-def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], ifaces: list[Interface], ports: list[IbPort],
-          rdma_in_container: bool = True) -> list[Finding]:
+def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], ifaces: list[Interface], ports: list[IbPort]) -> list[Finding]:
     """config: the compose file as YAML, not yet interpolated; env: the node's .env."""
     where = node.name
     found = compose.vllm_service(config)
@@ -44,12 +43,12 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
             bad(Code.COMPOSE_SETTING, f"{key}: {svc.get(key)!r}", f"{key}: {want}", setting=f"{key}: {want}")
     if str(svc.get("restart", "no")) not in ("no", "False", "false"):
         bad(Code.COMPOSE_SETTING, f"restart: {svc.get('restart')!r}", 'restart: "no"', setting='restart: "no"')
-    if rdma_in_container and not any(str(d).split(":")[0] == "/dev/infiniband" for d in svc.get("devices") or []):
+    if cluster.deploy.map_infiniband and not any(str(d).split(":")[0] == "/dev/infiniband" for d in svc.get("devices") or []):
         bad(Code.COMPOSE_SETTING, "no /dev/infiniband in devices", "/dev/infiniband:/dev/infiniband",
             setting="devices: [/dev/infiniband:/dev/infiniband]")
     if "IPC_LOCK" not in (svc.get("cap_add") or []):
         bad(Code.COMPOSE_SETTING, "IPC_LOCK not in cap_add", "cap_add: [IPC_LOCK]", setting="cap_add: [IPC_LOCK]")
-    if not _memlock_unlimited(svc):
+    if cluster.deploy.memlock_unlimited and not _memlock_unlimited(svc):
         bad(Code.COMPOSE_SETTING, f"ulimits.memlock {(svc.get('ulimits') or {}).get('memlock')!r}", "memlock: -1",
             setting="ulimits: {memlock: -1}")
     limit = _limit_gib(svc)

@@ -11,19 +11,18 @@ from ..cluster import Cluster
 from ..remote import RemoteError, RemoteNode
 
 
-def wanted_files(cluster: Cluster, node_name: str, rdma_devices: bool = True, gpu: bool = True) -> dict[str, str]:
+def wanted_files(cluster: Cluster, node_name: str) -> dict[str, str]:
     d = cluster.deploy
     node = cluster.node(node_name)
-    return {f"{d.workdir}/{d.compose_file}": compose.render(cluster, rdma_devices, gpu), f"{d.workdir}/.env": compose.env_file(cluster, node)}
+    return {f"{d.workdir}/{d.compose_file}": compose.render(cluster), f"{d.workdir}/.env": compose.env_file(cluster, node)}
 
 
-def push(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, rdma_devices: bool = True, gpu: bool = True,
-         console: Console | None = None) -> int:
+def push(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, console: Console | None = None) -> int:
     """Returns 0 when every node has (or now has) the rendered files; 1 when --check found a difference; 2 on errors."""
     console = console or Console(stderr=True)
     changed = errors = 0
     for node in nodes:
-        for path, text in wanted_files(cluster, node.name, rdma_devices, gpu).items():
+        for path, text in wanted_files(cluster, node.name).items():
             try:
                 current = node.run(f"cat {shlex.quote(path)}")
                 have = current.stdout if current.rc == 0 else None

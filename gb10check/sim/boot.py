@@ -47,6 +47,9 @@ def build_root(spec: dict) -> str:
     mount("-t", "tmpfs", "-o", "mode=0755", "gb10sim-class", f"{root}/sys/class")  # room for /sys/class/infiniband
     os.makedirs(f"{root}/sys/class/net")
     mount("--bind", f"{base}/classnet", f"{root}/sys/class/net")
+    cgroups(f"{root}/sys/fs/cgroup")
+    os.makedirs(f"{root}/var/lib/docker", exist_ok=True)
+    mount("-t", "tmpfs", "-o", "mode=0711", "gb10sim-docker", f"{root}/var/lib/docker")  # overlay2 cannot sit on an overlay
     mount("-t", "tmpfs", "-o", "mode=0555", "gb10sim-driver", f"{root}/proc/driver")  # room for nvidia/version
     os.makedirs(f"{root}/proc/driver/nvidia")
     # /proc/meminfo is GB10-sized (stand-in): the real one stays readable at /etc/gb10sim/host-meminfo.
@@ -60,6 +63,40 @@ def build_root(spec: dict) -> str:
         mount("-t", "tmpfs", "-o", "mode=1777" if private != "run" else "mode=0755", "gb10sim-" + private.replace("/", "-"),
               f"{root}/{private}")
     return root
+
+
+def cgroups(target: str) -> None:
+    """The host's cgroup v1 hierarchies again (`ip netns exec` gave the node a fresh /sys without them): dockerd needs them."""
+    mount("-t", "tmpfs", "-o", "mode=0755", "gb10sim-cgroup", target)
+    hierarchies: dict[str, list[str]] = {}
+    for line in open("/proc/cgroups").read().splitlines()[1:]:
+        name, hierarchy, _, enabled = line.split()
+        if enabled == "1" and hierarchy != "0":
+            hierarchies.setdefault(hierarchy, []).append(name)
+    if not hierarchies:  # a cgroup v2 host
+        mount("-t", "cgroup2", "cgroup2", target)
+        return
+    for controllers in hierarchies.values():
+        os.makedirs(f"{target}/{','.join(controllers)}")
+        mount("-t", "cgroup", "-o", ",".join(controllers), "cgroup", f"{target}/{','.join(controllers)}")
+    if "name=systemd" in open("/proc/self/cgroup").read():
+        os.makedirs(f"{target}/systemd")
+        mount("-t", "cgroup", "-o", "none,name=systemd", "cgroup", f"{target}/systemd")
+
+
+def start_docker(spec: dict) -> None:
+    """dockerd as the node's own daemon (host network: no bridge, no iptables of its own so ufw stays the node's only
+    firewall), its cgroups under gb10sim-<node> so `sim down` can remove them, and the node's image imported."""
+    log = open("/var/log/dockerd.log", "w")
+    subprocess.Popen(["dockerd", "--iptables=false", "--ip6tables=false", "--bridge=none", "--storage-driver=overlay2",
+                      f"--cgroup-parent=gb10sim-{spec['name']}"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while sh("docker", "version", "--format", "{{.Server.Version}}", check=False).returncode != 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError("dockerd did not answer within 30 s: " + open("/var/log/dockerd.log").read()[-500:])
+        time.sleep(0.1)
+    image = spec["docker"]
+    sh("docker", "import", *[a for change in image["changes"] for a in ("--change", change)], image["tar"], image["name"])
 
 
 def configure(root: str, spec: dict) -> None:
@@ -89,6 +126,11 @@ def configure(root: str, spec: dict) -> None:
     write(f"{home}/.ssh/id_ed25519_shared.pub", spec["shared_pub"] + "\n", 0o644, owner)
     write(f"{home}/.ssh/config", "Host *\n    IdentityFile ~/.ssh/id_ed25519_shared\n", 0o600, owner)
     write(f"{home}/.ssh/known_hosts", spec["known_hosts"], 0o600, owner)
+    if spec.get("docker"):
+        sh("chroot", root, "usermod", "--append", "--groups", "docker", user)  # as on a GB10: docker without sudo
+        os.makedirs(f"{root}/var/lib/gb10sim", exist_ok=True)
+        shutil.copy(spec["docker"]["tar"], f"{root}/var/lib/gb10sim/image.tar")
+        spec["docker"]["tar"] = "/var/lib/gb10sim/image.tar"
     write(f"{root}/etc/sudoers.d/gb10sim", f"{user} ALL=(ALL) NOPASSWD:ALL\n", 0o440)
     write(f"{root}/etc/netplan/40-cx7.yaml", spec["netplan"], 0o600)
     write(f"{root}/etc/gb10sim/state.json", json.dumps(spec["state"], indent=1), 0o644)
@@ -97,7 +139,7 @@ def configure(root: str, spec: dict) -> None:
     os.makedirs(f"{root}/usr/local/lib/gb10sim", exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     shutil.copy(f"{here}/standins.py", f"{root}/usr/local/lib/gb10sim/standins.py")
-    for tool in ("nvidia-smi", "ibdev2netdev", "show_gids", "ibv_devinfo", "ethtool", "ib_write_bw", "mpirun", "all_gather_perf"):
+    for tool in ("nvidia-smi", "nvidia-container-runtime-hook", "ibdev2netdev", "show_gids", "ibv_devinfo", "ethtool", "ib_write_bw", "mpirun", "all_gather_perf"):
         link = f"{root}/usr/local/bin/{tool}"
         if not os.path.lexists(link):
             os.symlink("/usr/local/lib/gb10sim/standins.py", link)
@@ -131,6 +173,8 @@ def main() -> None:
     sh("/usr/sbin/sshd")
     if spec.get("ufw", True):
         firewall(spec)
+    if spec.get("docker"):
+        start_docker(spec)
     print("READY", flush=True)
     log = os.open("/var/log/gb10sim-init.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     for fd in (1, 2):

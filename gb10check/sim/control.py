@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import compose
 from ..cluster import load_cluster
-from . import provision, topology
+from . import image, provision, topology
 from .topology import MGMT_BRIDGE, MGMT_NET, NETNS_PREFIX, SimNode
 
 DEFAULT_DIR = "/run/gb10check-sim"
@@ -142,6 +142,7 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
         compose_text = compose.render(cluster)
         workdir = cluster.deploy.workdir
         procs = {}
+        image_tar = image.build(d / "image.tar")
         for n in nodes:
             (d / "mnt" / n.name).mkdir(parents=True, exist_ok=True)
             spec = {"name": n.name, "user": topology.USER, "mnt_dir": str(d / "mnt" / n.name), "host_key": host_keys[n.name][0],
@@ -151,7 +152,8 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
                     "firewall_ports": ["20001/tcp"],
                     "files": [{"path": f"{cluster.deploy.hf_cache}/hub/{provision.model_entry().name}", "tree": str(provision.model_entry())},
                         {"path": f"{workdir}/{cluster.deploy.compose_file}", "content": compose_text},
-                        {"path": f"{workdir}/.env", "content": compose.env_file(cluster, cluster.node(n.name))}]}
+                        {"path": f"{workdir}/.env", "content": compose.env_file(cluster, cluster.node(n.name))}],
+                    "docker": {"tar": str(image_tar), "name": cluster.deploy.image, "changes": image.changes()}}
             spec_path = d / "nodes" / f"{n.name}.json"
             spec_path.write_text(json.dumps(spec))
             spec_path.chmod(0o600)
@@ -245,9 +247,7 @@ def down(quiet: bool = False) -> None:
         if name.startswith(NETNS_PREFIX):
             _kill_netns_processes(name)
             run("ip", "netns", "del", name, check=False)
-    from .serve import remove_cgroup
-
-    remove_cgroup()
+    remove_cgroups()
     for link in run("ip", "-o", "link", "show", check=False).stdout.splitlines():
         ifname = link.split(":")[1].strip().split("@")[0] if ":" in link else ""
         if ifname.startswith("gb10sim-"):
@@ -261,6 +261,22 @@ def down(quiet: bool = False) -> None:
         shutil.rmtree(d, ignore_errors=True)
     if not quiet:
         print("simulated cluster down", file=sys.stderr)
+
+
+def remove_cgroups() -> None:
+    """The cgroups the sim made (the nodes' dockerd parents, the throttled server's): deepest first, once empty."""
+    deadline = time.monotonic() + 5
+    while True:
+        left = sorted((p for p in Path("/sys/fs/cgroup").glob("*/gb10sim-*") if p.is_dir()), key=str)
+        for top in left:
+            for sub in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [top]:
+                try:
+                    sub.rmdir()
+                except OSError:
+                    pass  # processes still leaving
+        if not any(p.exists() for p in left) or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
 
 
 def _kill_netns_processes(ns: str) -> None:

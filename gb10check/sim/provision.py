@@ -47,6 +47,15 @@ def venv() -> Path:
     return cache_dir() / "vllm-venv"
 
 
+def base_python_prefix() -> Path:
+    """The installation the venv's python links to (a container that runs the venv needs it mounted too)."""
+    for line in (venv() / "pyvenv.cfg").read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home":
+            return Path(value.strip()).parent
+    raise FileNotFoundError(f"no 'home' in {venv() / 'pyvenv.cfg'}")
+
+
 def vllm_bin() -> Path:
     return venv() / "bin" / "vllm"
 

@@ -184,6 +184,10 @@ def make_file(root: str, f: dict, owner: tuple[int, int]) -> None:
 
 
 def nvidia_smi(args: list[str]) -> int:
+    if not os.path.exists(STATE):  # in a container the GPU was not given to (no --gpus / no toolkit)
+        print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+              "Make sure that the latest NVIDIA driver is installed and running.\n")
+        return 9
     s = state()
     if s["kernel_module"] != s["user_driver"]:
         print("Failed to initialize NVML: Driver/library version mismatch")
@@ -531,7 +535,25 @@ def nccl_test(program: str, hosts: list[str], peers: list[dict], env: dict) -> i
     return 0
 
 
-COMMANDS = {"nvidia-smi": nvidia_smi, "mpirun": mpirun, "all_gather_perf": lambda a: nccl_test("all_gather_perf", [], [state()], {}), "ibdev2netdev": ibdev2netdev, "show_gids": show_gids, "ibv_devinfo": ibv_devinfo,
+def nvidia_container_runtime_hook(args: list[str]) -> int:
+    """The OCI prestart hook docker runs for `--gpus` (it registers its "nvidia" device driver only when this hook is on
+    dockerd's PATH, as with the real toolkit): gives the container what the driver stand-ins read, as the real
+    hook bind-mounts the driver's libraries and nvidia-smi. Runs before pivot_root, in the runtime's namespaces."""
+    if not args or args[0] != "prestart":
+        return 0
+    container = json.load(sys.stdin)
+    with open(os.path.join(container["bundle"], "config.json")) as f:
+        rootfs = json.load(f)["root"]["path"]
+    rootfs = rootfs if os.path.isabs(rootfs) else os.path.join(container["bundle"], rootfs)
+    script = (f"mkdir -p {rootfs}/etc/gb10sim && mount --bind /etc/gb10sim {rootfs}/etc/gb10sim "
+              f"&& mount -o remount,bind,ro {rootfs}/etc/gb10sim")
+    done = subprocess.run(["nsenter", "-t", str(container["pid"]), "-m", "-r", "/bin/sh", "-c", script], capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"nvidia-container-cli: mount error: {done.stderr.strip()}", file=sys.stderr)
+    return done.returncode
+
+
+COMMANDS = {"nvidia-container-runtime-hook": nvidia_container_runtime_hook, "nvidia-smi": nvidia_smi, "mpirun": mpirun, "all_gather_perf": lambda a: nccl_test("all_gather_perf", [], [state()], {}), "ibdev2netdev": ibdev2netdev, "show_gids": show_gids, "ibv_devinfo": ibv_devinfo,
             "ethtool": ethtool, "ib_write_bw": ib_write_bw}
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 
+from . import provision
 from .provision import MODEL_REPO
 
 MGMT_NET = "198.18.0"  # RFC 2544 benchmarking range: never routed, never anyone's LAN
@@ -72,7 +73,15 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22) -> st
                    "gpu_memory_utilization": 0.8, "container_memory_limit": "105G", "master_port": 29501, "api_port": 20001,
                    "hf_cache": f"/home/{USER}/vllm/huggingface", "reasoning_parser": "qwen3", "tool_call_parser": "hermes",
                    # CPU only: skip the minute of torch.compile warm-up (the GB10 profile uses -cc.mode=0 for the same reason).
-                   "extra_args": ["--enforce-eager"]},
+                   "extra_args": ["--enforce-eager"],
+                   # The image is a skeleton (sim/image.py): Python, the vLLM install and its venv come from the node.
+                   "extra_volumes": [f"{p}:{p}:ro" for p in dict.fromkeys(
+                       ["/usr", "/etc/alternatives", str(provision.base_python_prefix()), str(provision.venv())])],
+                   # One core per rank (the box has two); a 1 GiB KV cache; the model is local.
+                   "extra_environment": {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+                                         "VLLM_CPU_OMP_THREADS_BIND": "${NODE_RANK}"},
+                   # Neither exists on the machine the simulation runs on: no RDMA device, no CAP_SYS_RESOURCE.
+                   "map_infiniband": False, "memlock_unlimited": False},
         # One stream of SmolLM2-135M: about 18 tok/s on the head alone (TP=1), about 7 tok/s with TP=2 across
         # the pair (the all-reduce over the link dominates, as on GB10); 5 catches a throttled server.
         "serving": {"api_key_env": "GB10CHECK_API_KEY", "expect_reasoning": True, "expect_tool_calls": True, "min_decode_tok_s": 5},
