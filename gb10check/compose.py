@@ -25,6 +25,9 @@ import yaml
 from .cluster import Cluster, Node
 
 
+CONTAINER_NAME = "gb10-vllm"
+
+
 def env_file(cluster: Cluster, node: Node) -> str:
     return (f"MODEL_ID={cluster.deploy.model_id}\nNODE_RANK={node.rank}\nVLLM_HOST_IP={node.links[0].ip}\n")
 
@@ -67,7 +70,7 @@ def render(cluster: Cluster) -> str:
     limit = f"{int(d.container_memory_limit)}G" if d.container_memory_limit == int(d.container_memory_limit) \
         else f"{int(d.container_memory_limit * 1024)}M"
     service = {
-        "image": d.image, "container_name": "gb10-vllm", "network_mode": "host", "ipc": "host", "restart": "no",
+        "image": d.image, "container_name": CONTAINER_NAME, "network_mode": "host", "ipc": "host", "restart": "no",
         "volumes": [f"{d.hf_cache}:/root/.cache/huggingface", "/etc/localtime:/etc/localtime:ro", *d.extra_volumes],
         **({"devices": ["/dev/infiniband:/dev/infiniband"]} if d.map_infiniband else {}),
         "cap_add": ["IPC_LOCK", "SYS_PTRACE"], "security_opt": ["seccomp:unconfined"],

@@ -48,6 +48,14 @@ class Code(str, Enum):
     MODEL_TOO_BIG = "model-too-big"
     CONTAINER_LIMIT_LOW = "container-limit-low"
     MEMORY_LOW = "memory-low"
+    DOCKER_MISSING = "docker-missing"
+    DOCKER_UNREACHABLE = "docker-unreachable"
+    COMPOSE_V2_MISSING = "compose-v2-missing"
+    IMAGE_MISSING = "image-missing"
+    IMAGE_ARCH = "image-arch"
+    IMAGE_LAYERS_DIFFER = "image-layers-differ"
+    CONTAINER_NO_GPU = "container-no-gpu"
+    STALE_CONTAINER = "stale-container"
     PAGE_CACHE = "page-cache"
     COMPOSE_MISSING = "compose-missing"
     COMPOSE_DIFFERS = "compose-differs"
@@ -170,6 +178,19 @@ REMEDIES: dict[Code, str] = {
     Code.ERROR_STATUS: "the server answered an unknown model with {status}: a proxy may rewrite errors; test against rank 0",
     Code.METRICS: "the /metrics endpoint is how load and KV cache use are watched: check --disable-log-stats is not set "
                   "and no proxy hides the path",
+    Code.DOCKER_MISSING: "install docker on {node} (the GB10 image ships it: sudo apt install docker-ce, or docker.io)",
+    Code.DOCKER_UNREACHABLE: "on {node}: start docker (sudo systemctl enable --now docker) and let the SSH user use it "
+                             "(sudo usermod -aG docker {user}, then log in again)",
+    Code.COMPOSE_V2_MISSING: "install compose v2 on {node} (sudo apt install docker-compose-plugin); the v1 `docker-compose` "
+                             "does not read the stack's deploy.resources GPU reservation",
+    Code.IMAGE_MISSING: "copy the image from rank 0: gb10check sync (docker save {image} | ssh {node} docker load)",
+    Code.IMAGE_ARCH: "use an image built for {arch} on {node} (GB10 is arm64: pull with --platform linux/arm64)",
+    Code.IMAGE_LAYERS_DIFFER: "copy the image from {head} instead of building or pulling it again on {node}: gb10check sync "
+                              "(docker save {image} | ssh {node} docker load); every rank must run the same bits",
+    Code.CONTAINER_NO_GPU: "install and configure the NVIDIA container toolkit on {node} (sudo nvidia-ctk runtime configure "
+                           "--runtime=docker && sudo systemctl restart docker), then retry `{command}`",
+    Code.STALE_CONTAINER: "stop it before deploying: on {node} run `docker compose down` in {workdir} (or docker rm -f {name}); "
+                          "a second engine on the node holds unified memory the new one needs",
     Code.GARBLED: "the output of `{command}` on {node} could not be read; run it by hand and check the tool works",
 }
 

@@ -30,6 +30,33 @@ def pair(link):
 
 EXPECTED: dict[str, dict[str, str]] = {
     "healthy": {},
+    "docker-group-missing": {
+        f"{PF}/test_container.py::test_container_runtime[{B}]":
+            rf"\[docker-unreachable\] {B}: saw permission denied while trying to connect to the Docker daemon socket.*"
+            r"expected the docker daemon reachable by lenovo\n  fix: .*sudo usermod -aG docker lenovo",
+    },
+    "compose-v1-only": {
+        f"{PF}/test_container.py::test_container_runtime[{B}]":
+            rf"\[compose-v2-missing\] {B}: saw `docker compose version`: .*(unknown command: docker compose|'compose' is not a docker command).*expected compose v2",
+    },
+    "image-layers-differ": {
+        f"{PF}/test_container.py::test_image_same_as_head[{B}]":
+            rf"\[image-layers-differ\] {B}: saw gb10sim/vllm-cpu:local: 2 RootFS layers, first difference at layer 1 .*"
+            rf"expected the 1 layers of {A}.*\n  fix: copy the image from {A}",
+    },
+    "image-missing": {
+        f"{PF}/test_container.py::test_image[{B}]": rf"\[image-missing\] {B}: saw no image gb10sim/vllm-cpu:local \(.*No such image",
+    },
+    "gpu-not-in-container": {
+        f"{PF}/test_container.py::test_gpu_in_container[{B}]":
+            rf"\[container-no-gpu\] {B}: saw `docker run --rm --pull never --gpus all .*` exit 125: .*"
+            r"could not select device driver \"\" with capabilities: \[\[gpu\]\].*\n  fix: install and configure the NVIDIA container toolkit",
+    },
+    "stale-container": {
+        f"{PF}/test_container.py::test_no_serving_container_left[{A}]":
+            rf"\[stale-container\] {A}: saw container gb10-vllm \(gb10sim/vllm-cpu:local\) Up .*, using 1\.0\d*GiB.*"
+            rf"\n  fix: stop it before deploying: on {A} run `docker compose down` in /home/lenovo/vllm",
+    },
     "driver-mismatch": {
         f"{PF}/test_driver.py::test_driver_parity[{B}]":
             rf"\[nvml-mismatch\] {B}: saw nvidia-smi: 'Driver/library version mismatch' .*kernel module 580\.159\.03.*\n  fix: reboot {B}",

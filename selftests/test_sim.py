@@ -25,7 +25,9 @@ def host_snapshot() -> dict:
         "netns": lines("ip", "netns", "list"),
         "links": [l.split(":")[1].strip() for l in lines("ip", "-o", "link", "show")],
         "mounts": sorted(Path("/proc/self/mounts").read_text().splitlines()),
-        "sim_processes": [l for l in lines("ps", "-eo", "args") if "gb10check/sim/boot.py" in l or "gb10sim" in l],
+        "sim_processes": [l for l in lines("ps", "-eo", "args") if "gb10check/sim/boot.py" in l or "gb10sim" in l
+                          or l.startswith(("dockerd", "containerd"))],
+        "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/gb10sim-*")),
     }
 
 
@@ -122,6 +124,12 @@ VISIBLE = {
     "hf-cache-incomplete": (1, "ls /home/lenovo/vllm/huggingface/hub/*/snapshots/*/ | grep -c safetensors$", "2"),
     "hf-cache-dereferenced": (1, "find /home/lenovo/vllm/huggingface/hub/*/snapshots -type f", "config.json"),
     "low-memavailable": (1, "grep MemAvailable /proc/meminfo", "MemAvailable:"),
+    "docker-group-missing": (1, "id -nG lenovo | grep -qw docker || echo not-in-docker-group", "not-in-docker-group"),
+    "compose-v1-only": (1, "docker compose version || echo no-compose-v2", "no-compose-v2"),
+    "image-layers-differ": (1, "docker history -q gb10sim/vllm-cpu:local | wc -l", "2"),
+    "image-missing": (1, "docker images -q gb10sim/vllm-cpu:local | wc -l", "0"),
+    "gpu-not-in-container": (1, "docker run --rm --gpus all gb10sim/vllm-cpu:local true", 'could not select device driver ""'),
+    "stale-container": (0, "docker ps --format '{{.Names}} {{.State}}'", "gb10-vllm running"),
     "page-cache": (0, "free -g | awk '/Mem:/ {print \"cache\", $6}'", "cache 4"),
 }
 

@@ -149,3 +149,41 @@ def parse_compose_config(text: str) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("services"), dict):
         raise ParseError("compose_config", "a YAML mapping with 'services'", text)
     return data
+
+
+# ---- versions and the running containers, in formats we ask for ------------------------------
+
+PS_FORMAT = "{{.Names}}\t{{.Image}}\t{{.State}}\t{{.Status}}"
+STATS_FORMAT = "{{.Name}}\t{{.MemUsage}}"
+
+
+@dataclass
+class Running:
+    name: str
+    image: str
+    state: str
+    status: str
+    memory: str | None = None  # docker stats MemUsage: "1.02GiB / 105GiB"
+
+
+def parse_ps(text: str, stats: str = "") -> list[Running]:
+    """`docker ps --format PS_FORMAT` (tab-separated), with `docker stats --no-stream --format STATS_FORMAT` beside it."""
+    usage = dict(line.split("\t", 1) for line in stats.splitlines() if line.count("\t") == 1)
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cells = line.split("\t")
+        if len(cells) != 4:
+            raise ParseError("docker_ps", "NAME<TAB>IMAGE<TAB>STATE<TAB>STATUS lines (docker ps --format ...)", text)
+        out.append(Running(*cells, memory=usage.get(cells[0])))
+    return out
+
+
+COMPOSE_VERSION = re.compile(r"^(?:Docker Compose version |docker-compose version )?v?(\d+)\.(\d+)\.(\d+)\S*", re.M)
+
+
+def compose_major(text: str) -> int | None:
+    """The major version `docker compose version` reports; None when the docker CLI has no compose plugin."""
+    m = COMPOSE_VERSION.search(text.strip())
+    return int(m[1]) if m else None

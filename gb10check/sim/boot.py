@@ -87,14 +87,15 @@ def cgroups(target: str) -> None:
 def start_docker(spec: dict) -> None:
     """dockerd as the node's own daemon (host network: no bridge, no iptables of its own so ufw stays the node's only
     firewall), its cgroups under gb10sim-<node> so `sim down` can remove them, and the node's image imported."""
-    log = open("/var/log/dockerd.log", "w")
-    subprocess.Popen(["dockerd", "--iptables=false", "--ip6tables=false", "--bridge=none", "--storage-driver=overlay2",
-                      f"--cgroup-parent=gb10sim-{spec['name']}"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while sh("docker", "version", "--format", "{{.Server.Version}}", check=False).returncode != 0:
-        if time.monotonic() > deadline:
-            raise RuntimeError("dockerd did not answer within 30 s: " + open("/var/log/dockerd.log").read()[-500:])
-        time.sleep(0.1)
+    # A script, so a scenario can restart the daemon the same way (dockerd reads its GPU hook only at start).
+    write("/usr/local/sbin/gb10sim-dockerd", "#!/bin/sh\n"
+          "# (Re)start this node's dockerd and wait until it answers.\n"
+          "pkill -x dockerd && while pgrep -x dockerd >/dev/null; do sleep 0.1; done\n"
+          "setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 "
+          f"--cgroup-parent=gb10sim-{spec['name']} >>/var/log/dockerd.log 2>&1 </dev/null &\n"
+          "for i in $(seq 300); do docker version >/dev/null 2>&1 && exit 0; sleep 0.1; done\n"
+          "echo 'dockerd did not answer within 30 s:' >&2; tail -5 /var/log/dockerd.log >&2; exit 1\n", 0o755)
+    sh("/usr/local/sbin/gb10sim-dockerd")
     image = spec["docker"]
     sh("docker", "import", *[a for change in image["changes"] for a in ("--change", change)], image["tar"], image["name"])
 

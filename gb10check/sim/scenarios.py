@@ -40,11 +40,26 @@ def _links(**per_link) -> dict:
 
 
 HF = "/home/lenovo/vllm/huggingface"
+IMAGE = "gb10sim/vllm-cpu:local"
 MODEL_DIR = f"{HF}/hub/models--" + MODEL_REPO.replace("/", "--")
 
 
 SCENARIOS = {s.name: s for s in [
     Scenario("healthy", "nothing changed", ()),
+    Scenario("docker-group-missing", "rank 1: the SSH user is not in the docker group (docker only through sudo)",
+             (Step(1, shell="gpasswd -d lenovo docker"),)),
+    Scenario("compose-v1-only", "rank 1: no compose v2 plugin (only what Debian 12 ships: compose v1)",
+             (Step(1, shell="rm /usr/local/lib/docker/cli-plugins/docker-compose /usr/libexec/docker/cli-plugins/docker-compose "
+                            "2>/dev/null; ! docker compose version"),)),
+    Scenario("image-layers-differ", "rank 1: the image was changed locally (docker commit) instead of copied from rank 0",
+             (Step(1, shell=f"docker create --name gb10sim-edit {IMAGE} /bin/true && docker cp /etc/hostname gb10sim-edit:/etc/edited "
+                            f"&& docker commit gb10sim-edit {IMAGE} && docker rm gb10sim-edit"),)),
+    Scenario("image-missing", "rank 1: the deployment image was never loaded", (Step(1, shell=f"docker rmi {IMAGE}"),)),
+    Scenario("gpu-not-in-container", "rank 1: no NVIDIA container toolkit hook: docker cannot give containers the GPU",
+             (Step(1, shell="rm /usr/local/bin/nvidia-container-runtime-hook && /usr/local/sbin/gb10sim-dockerd"),)),
+    Scenario("stale-container", "rank 0: the last deployment's serving container still runs and holds 1 GiB",
+             (Step(0, shell=f"docker run -d --name gb10-vllm -v /usr:/usr:ro {IMAGE} /usr/bin/python3 -c "
+                            "'import time; b = bytearray(1 << 30); time.sleep(1e6)' && sleep 1"),)),
     Scenario("driver-mismatch", "rank 1: loaded kernel module 580.159.03, user-mode driver 580.173.02 (needs a reboot)",
              (Step(1, state={"kernel_module": "580.159.03"}),)),
     Scenario("driver-differs", "rank 1 runs driver 580.126.09, rank 0 580.173.02 (consistent on each node)",
