@@ -16,28 +16,31 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gb10check.cluster import load_cluster  # noqa: E402
-from gb10check.deploy.run import DeployFailed, SimLauncher, deploy  # noqa: E402
+from gb10check.deploy.run import ComposeLauncher, DeployFailed, deploy, down  # noqa: E402
+from gb10check.facts.meminfo import parse_meminfo  # noqa: E402
 from gb10check.sim import control  # noqa: E402
 
 HOG = "timeout 120 python3 -c 'import time; b = b\"x\" * (6 * 2**30); time.sleep(120)'"
+
+
+def node_mem_available(node: str) -> float:
+    return parse_meminfo(control.node_exec(node, "cat /proc/meminfo").stdout)["mem_available_gib"]
 
 
 def once(poll_s: float) -> float:
     path = control.up(2, quiet=True)
     cluster = load_cluster(path)
     follower = sorted(cluster.nodes, key=lambda n: n.rank)[1].name
-    launcher = SimLauncher(cluster)
-    avail = launcher.mem_available_gib(follower)
+    avail = node_mem_available(follower)
     wd = cluster.deploy.watchdog.model_copy(update={"min_mem_available": avail - 4.5, "poll_interval_s": poll_s})
     cluster = cluster.model_copy(update={"deploy": cluster.deploy.model_copy(update={"watchdog": wd})})
-    launcher = SimLauncher(cluster)
+    launcher = ComposeLauncher(cluster)
     threading.Timer(15, lambda: control.node_exec(follower, HOG + " &", check=False)).start()
     crossed: list[float] = []
 
     def watch() -> None:
-        probe = SimLauncher(cluster)
-        while not crossed:
-            if probe.mem_available_gib(follower) < wd.min_mem_available:
+        while not crossed:  # from the host, not through the launcher's SSH connections
+            if node_mem_available(follower) < wd.min_mem_available:
                 crossed.append(time.time())
             time.sleep(0.1)
 
@@ -49,6 +52,8 @@ def once(poll_s: float) -> float:
         stopped = time.time()
         if "watchdog" not in str(exc):
             raise SystemExit(f"the deploy failed for another reason: {exc}")
+    down(launcher, [n.name for n in sorted(cluster.nodes, key=lambda n: n.rank)], say=lambda m: None)
+    launcher.close()
     control.down(quiet=True)
     return stopped - crossed[0]
 

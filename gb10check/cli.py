@@ -62,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
     p.set_defaults(func=cmd_ssh_keys)
+    p = sub.add_parser("deploy", help="drop page caches, start rank 0 then the followers (docker compose), watch until it serves")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--stall-timeout", type=float, help="seconds without a new startup milestone before giving up "
+                                                      "(default: deploy.watchdog.stall_timeout_s)")
+    p.set_defaults(func=cmd_deploy)
+    p = sub.add_parser("down", help="take the stack down on every node (docker compose down, followers first)")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.set_defaults(func=cmd_down)
     p = sub.add_parser("gate", help="exit 0 when a fresh preflight+network run passed for this cluster file (deploy steps call it)")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--max-age-h", type=float, default=24, help="how old the passing run may be, in hours (default 24)")
@@ -114,12 +122,16 @@ def cmd_size(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-def cluster_from(arg: str | None):
+def cluster_file(arg: str | None) -> str:
     import os
 
+    return arg or os.environ.get("GB10CHECK_CLUSTER") or "cluster.yaml"
+
+
+def cluster_from(arg: str | None):
     from .cluster import ClusterError, load_cluster
 
-    path = arg or os.environ.get("GB10CHECK_CLUSTER") or "cluster.yaml"
+    path = cluster_file(arg)
     try:
         return load_cluster(path)
     except ClusterError as exc:
@@ -155,6 +167,35 @@ def cmd_ssh_keys(args: argparse.Namespace) -> int:
     finally:
         for n in nodes:
             n.close()
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .deploy.run import ComposeLauncher, DeployFailed, deploy
+    from .stage import deployment_record_path
+
+    cluster = cluster_from(args.cluster)
+    launcher = ComposeLauncher(cluster)
+    try:
+        deploy(cluster, launcher, deployment_record_path(Path(cluster_file(args.cluster))), stall_timeout_s=args.stall_timeout)
+        return 0
+    except DeployFailed as exc:
+        print(f"gb10check deploy: FAILED: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        launcher.close()
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from .deploy.run import ComposeLauncher, down
+
+    cluster = cluster_from(args.cluster)
+    launcher = ComposeLauncher(cluster)
+    try:
+        return 0 if down(launcher, [n.name for n in sorted(cluster.nodes, key=lambda n: n.rank)]) else 1
+    finally:
+        launcher.close()
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -195,19 +236,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
         elif args.sim_command == "scenarios":
             for s in scenarios.SCENARIOS.values():
                 print(f"{s.name:<24} {s.summary}")
-        elif args.sim_command == "deploy":
-            from .cluster import load_cluster
-            from .deploy.run import DeployFailed, SimLauncher, deploy
-
-            cluster = load_cluster(control.state_dir() / "cluster.yaml")
-            try:
-                from .stage import deployment_record_path
-
-                deploy(cluster, SimLauncher(cluster), deployment_record_path(control.state_dir() / "cluster.yaml"),
-                       stall_timeout_s=args.stall_timeout)
-            except DeployFailed as exc:
-                print(f"gb10check sim deploy: FAILED: {exc}", file=sys.stderr)
-                return 1
+        elif args.sim_command == "deploy":  # the same deploy as on GB10s, against the sim's cluster file
+            args.cluster = str(control.state_dir() / "cluster.yaml")
+            return cmd_deploy(args)
         elif args.sim_command == "provision":
             provision.provision()
         elif args.sim_command == "serve":

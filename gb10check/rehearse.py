@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import stage
 from .cluster import load_cluster
-from .deploy.run import DeployFailed, SimLauncher, deploy
+from .deploy.run import ComposeLauncher, DeployFailed, deploy
 from .sim import control, provision
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,13 +49,16 @@ def rehearse(out: Path, slow: bool = True) -> int:
         else:
             t0 = time.monotonic()
             c = load_cluster(cluster)
+            launcher = ComposeLauncher(c)
             try:
-                deploy(c, SimLauncher(c), stage.deployment_record_path(cluster), say=lambda m: print(m, flush=True),
+                deploy(c, launcher, stage.deployment_record_path(cluster), say=lambda m: print(m, flush=True),
                        stall_timeout_s=300)
-                done("deploy (TP=2: rank 0, then rank 1 headless; watchdog on)", "ok", t0)
+                done("deploy (docker compose, TP=2: rank 0, then rank 1 headless; watchdog on)", "ok", t0)
             except DeployFailed as exc:
                 done("deploy", f"FAILED: {str(exc).splitlines()[0][:60]}", t0)
                 raise
+            finally:
+                launcher.close()
             t0 = time.monotonic()
             rc = suite(cluster, out, "serving", "serving")
             done("serving", "passed" if rc == 0 else f"FAILED (exit {rc})", t0)

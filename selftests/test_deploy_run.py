@@ -1,15 +1,15 @@
 """The rank-ordered deployment and its watcher against a real two-node vLLM (TP=2 over the simulated
-enp1s0f0np0, rank 1 --headless), started from each node's own compose file: it comes up, and each
-failure the field report met by hand is stopped and named instead of hanging."""
+enp1s0f0np0, rank 1 --headless), started with `docker compose up -d` from each node's own compose file
+by each node's own dockerd: it comes up, and each failure the field report met by hand is stopped and
+named instead of hanging."""
 
-import subprocess
 import threading
 import time
 
 import pytest
 
 from gb10check.cluster import load_cluster
-from gb10check.deploy.run import DeployFailed, SimLauncher, deploy
+from gb10check.deploy.run import ComposeLauncher, DeployFailed, deploy, down
 from gb10check.sim import control, provision, scenarios
 
 from .simbed import require_sim
@@ -29,13 +29,15 @@ def bed():
     def make(cluster=None):
         nonlocal launcher
         cluster = cluster or load_cluster(path)
-        launcher = SimLauncher(cluster)
+        if launcher:
+            launcher.close()
+        launcher = ComposeLauncher(cluster)
         return cluster, launcher
 
     yield path, make
     if launcher:
-        for n in (A, B):
-            launcher.stop(n, kill=True)
+        down(launcher, [A, B], say=lambda m: None)
+        launcher.close()
     control.down(quiet=True)
 
 
@@ -47,10 +49,31 @@ def test_healthy_pair_deploys_rank0_first_follower_headless(bed):
     assert rec.outcome == "serving"
     assert list(rec.milestones[A]).index("distributed_init") < list(rec.milestones[A]).index("startup_complete")
     assert "headless" in rec.milestones[B] and "startup_complete" not in rec.milestones[B]
-    assert said[0].startswith(f"starting rank 0 on {A}") and said[1].startswith(f"starting rank 1 on {B}")
-    assert said[1].endswith("--headless") and not said[0].endswith("--headless")
+    starts = [m for m in said if m.startswith("starting rank")]
+    assert starts[0].startswith(f"starting rank 0 on {A}: docker compose up -d: vllm serve") and starts[1].startswith(f"starting rank 1 on {B}")
+    assert starts[1].endswith("--headless") and not starts[0].endswith("--headless")
+    assert said[:2] == [f"page cache on {A}: dropped", f"page cache on {B}: dropped"]
     assert "Launching vLLM" in launcher.log(B) and "headless multiproc executor" in launcher.log(B)
     assert (path.parent / "deployment.json").exists() and '"outcome": "serving"' in (path.parent / "deployment.json").read_text()
+    for n in (A, B):  # really containers, from the node's own dockerd
+        assert control.node_exec(n, "docker ps --format '{{.Names}} {{.Image}}'").stdout.strip() == "gb10-vllm gb10sim/vllm-cpu:local"
+    said.clear()
+    assert down(launcher, [A, B], say=said.append) and said == [f"{B}: down", f"{A}: down"]
+    for n in (A, B):
+        assert control.node_exec(n, "docker ps -aq").stdout.strip() == ""
+    assert down(launcher, [A, B], say=lambda m: None), "down is idempotent"
+
+
+def test_container_exiting_during_load_fails_fast_with_the_cause(bed):
+    path, make = bed
+    scenarios.apply("shard-truncated")
+    cluster, launcher = make()
+    with pytest.raises(DeployFailed) as err:
+        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=240)
+    text = str(err.value)
+    assert f"{B} (rank 1) exited with code 1 during startup" in text
+    assert "cause: a checkpoint file on this node is damaged or cut short" in text and "file not fully covered" in text
+    assert f"{A}: stopped" in text and launcher.exit_code(A) is not None
 
 
 def test_follower_without_headless_fails_fast_names_the_cause_and_stops_rank0(bed):
@@ -102,3 +125,4 @@ def test_memory_watchdog_stops_every_rank(bed):
     assert f"watchdog: {B} MemAvailable" in text and "stopped every rank" in text
     assert launcher.exit_code(A) is not None and launcher.exit_code(B) is not None
     control.node_exec(B, "pkill -f 'b = b' || true", check=False)
+    assert f"{A}: killed" in text and f"{B}: killed" in text

@@ -14,13 +14,14 @@ memory wedges a GB10 instead of failing. So the watch does what the field report
     used as a probe (it blocks when the driver is stuck).
 A deployment record (what, where, when, each stage's time) is written beside the cluster file.
 
-How ranks are started is a Launcher. `SimLauncher` runs, inside each simulated node, exactly the
-`vllm serve` command and environment that node's compose file would run (read back through the
-compose stub), as a process instead of a container: the simulation has no container runtime.
+Ranks are started by `ComposeLauncher`: each node's own compose file, `docker compose up -d`, over
+the suite's SSH layer; the same on GB10s and on the simulated nodes (each runs its own dockerd).
+Page caches are dropped on every node first (a full cache slows the load and misleads the watchdog).
 """
 
 import json
-import subprocess
+import re
+import shlex
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -31,10 +32,16 @@ import yaml
 from .. import compose
 from ..cluster import Cluster
 from ..facts import vllm_log
+from ..facts._text import ParseError
+from ..facts.docker import parse_container
 from ..facts.meminfo import parse_meminfo
+from ..remote import RemoteNode
 
 LIKELY_STALL = ("a firewall dropping the master port {port} on a follower (ufw allow from the QSFP subnets); "
                 "GLOO_SOCKET_IFNAME / VLLM_HOST_IP naming the wrong interface; a rank that was never started")
+
+
+LOG_PREFIX = re.compile(r"^(?:\([^)]*\)\s+)?(?:ERROR|WARNING|INFO)\s+\d\d-\d\d \S+ \[[^\]]*\]\s*")  # "(Worker pid=1) ERROR 11-30 07:36:12 [file.py:9] "
 
 
 class DeployFailed(Exception):
@@ -60,76 +67,82 @@ class Record:
     reason: str = ""
 
 
-class SimLauncher:
-    """Ranks as processes in the simulated nodes, with their compose file's own command and environment."""
+class ComposeLauncher:
+    """Each rank is its node's compose stack (`docker compose up -d` in deploy.workdir), reached over the suite's SSH
+    layer: on real GB10s and on the simulated nodes alike (each runs its own dockerd)."""
 
-    def __init__(self, cluster: Cluster):
-        from ..sim import control, provision
+    def __init__(self, cluster: Cluster, nodes: dict[str, RemoteNode] | None = None):
+        self.cluster = cluster
+        self.nodes = nodes or {n.name: RemoteNode(n, cluster.ssh) for n in cluster.nodes}
+        self.workdir = shlex.quote(cluster.deploy.workdir)
 
-        self.cluster, self.control, self.provision = cluster, control, provision
-        self.procs: dict[str, subprocess.Popen] = {}
+    def _run(self, node: str, command: str, timeout: float | None = None):
+        return self.nodes[node].run(command, timeout=timeout)
 
-    def log_path(self, node: str) -> Path:
-        return self.control.state_dir() / f"deploy-{node}.log"
-
-    def command(self, node: str) -> tuple[list[str], dict[str, str]]:
+    def rank_command(self, node: str) -> str:
+        """The `vllm serve ...` this node's compose file runs (read back through the stub, as the compose lint does)."""
         d = self.cluster.deploy
-        text = self.control.node_exec(node, f"cat {d.workdir}/{d.compose_file}").stdout
-        env_text = self.control.node_exec(node, f"cat {d.workdir}/.env").stdout
-        svc = compose.interpolate(compose.vllm_service(yaml.safe_load(text))[1], compose.parse_env(env_text))
-        args = compose.vllm_args(svc)
+        text = self.nodes[node].output(f"cat {self.workdir}/{shlex.quote(d.compose_file)}")
+        env = compose.parse_env(self._run(node, f"cat {self.workdir}/.env").stdout)
+        found = compose.vllm_service(yaml.safe_load(text) or {})
+        args = compose.vllm_args(compose.interpolate(found[1], env)) if found else None
         if not args or args[0] != "serve":
             raise DeployFailed(f"{node}: the compose file's command does not run `vllm serve` (saw {args})")
-        env = {k: str(v) for k, v in (svc.get("environment") or {}).items()}
-        rank = self.cluster.node(node).rank
-        # What the container would have from its image and mounts, on this CPU-only machine.
-        env.update({"HF_HOME": d.hf_cache, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
-                    "VLLM_CPU_OMP_THREADS_BIND": str(rank % 2), "HOME": "/root", "PATH": "/usr/bin:/bin"})
-        return [str(self.provision.vllm_bin())] + args, env
+        return "vllm " + " ".join(args)
+
+    def drop_caches(self, node: str) -> str:
+        out = self.nodes[node].run("sync && echo 3 > /proc/sys/vm/drop_caches", sudo=True)
+        return "dropped" if out.rc == 0 else f"not dropped ({(out.stderr or out.stdout).strip()[:120]})"
 
     def start(self, node: str) -> str:
-        argv, env = self.command(node)
-        import shlex
-
-        shell = "exec env -i " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " + shlex.join(argv)
-        log = open(self.log_path(node), "w")
-        self.procs[node] = subprocess.Popen(
-            ["nsenter", "-t", str(self.control.pid_of(node)), "-m", "-u", "-n", "-p", "-i", "-r", "-w", "/bin/sh", "-c", shell],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
-        return "vllm " + " ".join(argv[1:])
+        command = self.rank_command(node)
+        out = self._run(node, f"cd {self.workdir} && docker compose up -d --pull never 2>&1", timeout=120)
+        if out.rc != 0:
+            raise DeployFailed(f"{node}: `docker compose up -d` exited {out.rc}:\n" + "\n".join(out.stdout.strip().splitlines()[-8:]))
+        return "docker compose up -d: " + command
 
     def exit_code(self, node: str) -> int | None:
-        return self.procs[node].poll() if node in self.procs else None
+        out = self._run(node, f"docker inspect {compose.CONTAINER_NAME}")
+        if out.rc != 0:
+            return 255  # the container is gone (removed by hand, or never created)
+        try:
+            c = parse_container(out.stdout)
+        except ParseError:
+            return None  # unreadable this time: the next poll asks again
+        return None if c.running or c.status in ("created", "restarting") else (c.exit_code if c.exit_code is not None else 255)
 
     def log(self, node: str) -> str:
-        try:
-            return self.log_path(node).read_text(errors="replace")
-        except OSError:
-            return ""
+        out = self._run(node, f"docker logs {compose.CONTAINER_NAME} 2>&1", timeout=30)
+        return out.stdout if out.rc == 0 else ""
 
     def stop(self, node: str, kill: bool = False, grace_s: float = 10) -> str:
-        import os
-        import signal
-
-        p = self.procs.get(node)
-        if p is None or p.poll() is not None:
+        if self.exit_code(node) is not None:
             return "not running"
-        sigs = [signal.SIGKILL] if kill else [signal.SIGTERM, signal.SIGKILL]
-        for sig in sigs:
-            try:
-                os.killpg(p.pid, sig)
-            except ProcessLookupError:
-                return "stopped"
-            try:
-                p.wait(timeout=grace_s if sig == signal.SIGTERM else 10)
-                return "stopped by " + sig.name
-            except subprocess.TimeoutExpired:
-                continue
-        return "did not stop"
+        # docker stop sends SIGTERM, then SIGKILL after the grace time (a hung rank 0 ignores TERM)
+        command = f"docker kill {compose.CONTAINER_NAME}" if kill else f"docker stop -t {int(grace_s)} {compose.CONTAINER_NAME}"
+        out = self._run(node, command, timeout=grace_s + 30)
+        return ("killed" if kill else "stopped") if out.rc == 0 else f"did not stop ({(out.stderr or out.stdout).strip()[:120]})"
+
+    def down(self, node: str) -> str:
+        out = self._run(node, f"cd {self.workdir} && docker compose down --timeout 10 2>&1", timeout=60)
+        return "down" if out.rc == 0 else f"down failed ({out.stdout.strip().splitlines()[-1:] or out.rc})"
 
     def mem_available_gib(self, node: str) -> float:
-        return parse_meminfo(self.control.node_exec(node, "cat /proc/meminfo").stdout)["mem_available_gib"]
+        return parse_meminfo(self.nodes[node].output("cat /proc/meminfo"))["mem_available_gib"]
+
+    def close(self) -> None:
+        for n in self.nodes.values():
+            n.close()
+
+
+def down(launcher: ComposeLauncher, order: list[str], say=print) -> bool:
+    """`docker compose down` on every node, followers first; True when every node is down."""
+    ok = True
+    for n in reversed(order):
+        result = launcher.down(n)
+        say(f"{n}: {result}")
+        ok = ok and result == "down"
+    return ok
 
 
 def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeout_s: float | None = None,
@@ -167,6 +180,9 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
     d = cluster.deploy
     wd = d.watchdog
     for n in order:
+        say(f"page cache on {n}: {launcher.drop_caches(n)}")
+    mark("caches dropped")
+    for n in order:
         say(f"starting rank {cluster.node(n).rank} on {n}: {launcher.start(n)}")
         mark(f"started {n}")
     seen: dict[str, int] = {n: 0 for n in order}
@@ -194,7 +210,7 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
             code = launcher.exit_code(n)
             if code is not None:
                 tail = "\n".join(launcher.log(n).rstrip().splitlines()[-12:])
-                known = "".join(f"\ncause: {e.hint} ({e.text.strip()[:160]})" for e in log.errors[:2])
+                known = "".join(f"\ncause: {e.hint} ({LOG_PREFIX.sub('', e.text.strip())[:200]})" for e in log.errors[:2])
                 fail(f"{n} (rank {cluster.node(n).rank}) exited with code {code} during startup{known}\nlast log lines:\n{tail}",
                      kill=False)
         if read_log(launcher.log(order[0])).startup_complete:

@@ -38,6 +38,9 @@ ERRORS = [
     ("insufficient_kv", re.compile(r"(?:larger than the available KV cache|No available memory for the cache blocks|max_model_len.*KV cache)"),
      "lower --max-model-len"),
     ("mamba_cache", re.compile(r"[Mm]amba cache"), "raise --max-num-seqs"),
+    ("checkpoint_damaged", re.compile(r"SafetensorError|Error while deserializing header|file not fully covered"),
+     "a checkpoint file on this node is damaged or cut short: compare it with rank 0 (test_model_same_as_head) and copy "
+     "the cache again (gb10check sync)"),
 ]
 
 

@@ -54,6 +54,9 @@ SCENARIOS = {s.name: s for s in [
     Scenario("image-layers-differ", "rank 1: the image was changed locally (docker commit) instead of copied from rank 0",
              (Step(1, shell=f"docker create --name gb10sim-edit {IMAGE} /bin/true && docker cp /etc/hostname gb10sim-edit:/etc/edited "
                             f"&& docker commit gb10sim-edit {IMAGE} && docker rm gb10sim-edit"),)),
+    Scenario("shard-truncated", "rank 1: a safetensors shard cut short (an interrupted copy): the rank dies while loading",
+             (Step(1, shell=f"f=$(readlink -f {MODEL_DIR}/snapshots/*/model-00001-of-00003.safetensors) && "
+                            "truncate -s $(( $(stat -c %s $f) / 2 )) $f"),)),
     Scenario("image-missing", "rank 1: the deployment image was never loaded", (Step(1, shell=f"docker rmi {IMAGE}"),)),
     Scenario("gpu-not-in-container", "rank 1: no NVIDIA container toolkit hook: docker cannot give containers the GPU",
              (Step(1, shell="rm /usr/local/bin/nvidia-container-runtime-hook && /usr/local/sbin/gb10sim-dockerd"),)),
