@@ -62,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
     p.set_defaults(func=cmd_ssh_keys)
+    p = sub.add_parser("sync", help="copy the image (docker save | docker load) and the model's HF cache (rsync) from rank 0 "
+                                    "to every node over the first QSFP link, then verify")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--check", action="store_true", help="only show what would be copied; exit 1 if anything would")
+    p.set_defaults(func=cmd_sync)
     p = sub.add_parser("deploy", help="drop page caches, start rank 0 then the followers (docker compose), watch until it serves")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--stall-timeout", type=float, help="seconds without a new startup milestone before giving up "
@@ -164,6 +169,19 @@ def cmd_ssh_keys(args: argparse.Namespace) -> int:
     except sshkeys.SshStepError as exc:
         print(f"gb10check ssh-keys: {exc}", file=sys.stderr)
         return 2
+    finally:
+        for n in nodes:
+            n.close()
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    from .deploy import sync
+    from .remote import RemoteNode
+
+    cluster = cluster_from(args.cluster)
+    nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
+    try:
+        return sync.run(cluster, nodes, args.check)
     finally:
         for n in nodes:
             n.close()
