@@ -62,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
     p.set_defaults(func=cmd_ssh_keys)
+    p = sub.add_parser("netplan", help="render each node's QSFP links as /etc/netplan/40-cx7.yaml, show the diff, install "
+                                       "(mode 600), netplan apply, verify the addresses")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    p.set_defaults(func=cmd_netplan)
     p = sub.add_parser("sync", help="copy the image (docker save | docker load) and the model's HF cache (rsync) from rank 0 "
                                     "to every node over the first QSFP link, then verify")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
@@ -89,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
     p.add_argument("--nodes", type=int, default=2, help="2 (the field report's pair, default) to 8 (behind a switch)")
     p.add_argument("--scenario", help="apply this fault scenario once up (see `gb10check sim scenarios`)")
+    p.add_argument("--init", choices=["plain", "systemd"], default="plain",
+                   help="plain (default: our small init, fastest) or systemd as PID 1 of each node (services are units)")
     simsub.add_parser("down", help="remove every namespace, link, mount and process of the simulation")
     simsub.add_parser("status", help="nodes, their init and sshd")
     p = simsub.add_parser("apply", help="apply a fault scenario to the running simulation")
@@ -174,6 +181,19 @@ def cmd_ssh_keys(args: argparse.Namespace) -> int:
             n.close()
 
 
+def cmd_netplan(args: argparse.Namespace) -> int:
+    from .deploy import netplan
+    from .remote import RemoteNode
+
+    cluster = cluster_from(args.cluster)
+    nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
+    try:
+        return netplan.step(cluster, nodes, args.check)
+    finally:
+        for n in nodes:
+            n.close()
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
     from .deploy import sync
     from .remote import RemoteNode
@@ -243,7 +263,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     try:
         if args.sim_command == "up":
-            print(control.up(args.nodes, args.scenario))
+            print(control.up(args.nodes, args.scenario, init=args.init))
         elif args.sim_command == "down":
             control.down()
         elif args.sim_command == "status":

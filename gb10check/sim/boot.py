@@ -7,6 +7,7 @@ Prints "READY" on stdout once sshd listens, then keeps the stand-in sysfs tree i
 real interfaces and reaps orphans until it is killed (which ends every process of the node).
 """
 
+import ctypes
 import json
 import os
 import shutil
@@ -42,12 +43,13 @@ def build_root(spec: dict) -> str:
     root = f"{base}/root"
     mount("-t", "overlay", "overlay", "-o", f"lowerdir=/,upperdir={base}/upper,workdir={base}/work", root)
     mount("-t", "proc", "proc", f"{root}/proc")
-    mount("-t", "sysfs", "sysfs", f"{root}/sys")
+    # Read-only under systemd, as in containers: networkd then manages links without udev (which must not run here).
+    mount("-t", "sysfs", "-o", "ro" if spec.get("init") == "systemd" else "rw", "sysfs", f"{root}/sys")
     mount("--bind", f"{root}/sys/class/net", f"{base}/classnet")
     mount("-t", "tmpfs", "-o", "mode=0755", "gb10sim-class", f"{root}/sys/class")  # room for /sys/class/infiniband
     os.makedirs(f"{root}/sys/class/net")
     mount("--bind", f"{base}/classnet", f"{root}/sys/class/net")
-    cgroups(f"{root}/sys/fs/cgroup")
+    cgroups(f"{root}/sys/fs/cgroup", spec["name"])
     os.makedirs(f"{root}/var/lib/docker", exist_ok=True)
     mount("-t", "tmpfs", "-o", "mode=0711", "gb10sim-docker", f"{root}/var/lib/docker")  # overlay2 cannot sit on an overlay
     mount("-t", "tmpfs", "-o", "mode=0555", "gb10sim-driver", f"{root}/proc/driver")  # room for nvidia/version
@@ -58,46 +60,130 @@ def build_root(spec: dict) -> str:
         open(path, "w").close()
     mount("--bind", f"{root}/proc/meminfo", f"{root}/etc/gb10sim/host-meminfo")
     mount("--bind", f"{base}/meminfo", f"{root}/proc/meminfo")
-    mount("--rbind", "/dev", f"{root}/dev")
+    if spec.get("init") == "systemd":
+        private_dev(f"{root}/dev")  # systemd and journald write into /dev: not into the host's
+    else:
+        mount("--rbind", "/dev", f"{root}/dev")
     for private in ("dev/shm", "tmp", "run"):
         mount("-t", "tmpfs", "-o", "mode=1777" if private != "run" else "mode=0755", "gb10sim-" + private.replace("/", "-"),
               f"{root}/{private}")
     return root
 
 
-def cgroups(target: str) -> None:
-    """The host's cgroup v1 hierarchies again (`ip netns exec` gave the node a fresh /sys without them): dockerd needs them."""
+def private_dev(target: str) -> None:
+    """A /dev of the node's own, with the host's basic character devices bound in, as container managers do."""
+    mount("-t", "tmpfs", "-o", "mode=0755,nosuid", "gb10sim-dev", target)
+    for name in ("null", "zero", "full", "random", "urandom", "tty"):
+        open(f"{target}/{name}", "w").close()
+        mount("--bind", f"/dev/{name}", f"{target}/{name}")
+    os.makedirs(f"{target}/pts")
+    mount("-t", "devpts", "-o", "newinstance,ptmxmode=0666,mode=0620", "devpts", f"{target}/pts")
+    os.symlink("pts/ptmx", f"{target}/ptmx")
+    os.makedirs(f"{target}/shm")
+    for name, link in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                       ("stderr", "/proc/self/fd/2")):
+        os.symlink(link, f"{target}/{name}")
+
+
+CLONE_NEWCGROUP = 0x02000000
+
+
+def cgroups(target: str, node: str) -> None:
+    """The host's cgroup hierarchies again (`ip netns exec` gave the node a fresh /sys without them; dockerd and
+    systemd need them), each rooted at the node's own gb10sim-<node> group through a cgroup namespace: two nodes'
+    systemd must not share (and kill each other's) /system.slice/ssh.service."""
     mount("-t", "tmpfs", "-o", "mode=0755", "gb10sim-cgroup", target)
     hierarchies: dict[str, list[str]] = {}
     for line in open("/proc/cgroups").read().splitlines()[1:]:
         name, hierarchy, _, enabled = line.split()
         if enabled == "1" and hierarchy != "0":
             hierarchies.setdefault(hierarchy, []).append(name)
-    if not hierarchies:  # a cgroup v2 host
-        mount("-t", "cgroup2", "cgroup2", target)
-        return
-    for controllers in hierarchies.values():
-        os.makedirs(f"{target}/{','.join(controllers)}")
-        mount("-t", "cgroup", "-o", ",".join(controllers), "cgroup", f"{target}/{','.join(controllers)}")
-    if "name=systemd" in open("/proc/self/cgroup").read():
-        os.makedirs(f"{target}/systemd")
-        mount("-t", "cgroup", "-o", "none,name=systemd", "cgroup", f"{target}/systemd")
+    mounts = [("cgroup", ",".join(c), ",".join(c)) for c in hierarchies.values()] if hierarchies else [("cgroup2", "", "")]
+    if hierarchies and "name=systemd" in open("/proc/self/cgroup").read():
+        mounts.append(("cgroup", "none,name=systemd", "systemd"))
+    for fstype, options, sub in mounts:  # join gb10sim-<node> in every hierarchy, seen from the host's root
+        d = f"{target}/{sub}".rstrip("/")
+        os.makedirs(d, exist_ok=True)
+        mount("-t", fstype, *(["-o", options] if options else []), fstype, d)
+        own = f"{d}/gb10sim-{node}"
+        os.makedirs(own, exist_ok=True)
+        for inherit in ("cpuset.cpus", "cpuset.mems"):  # a cpuset group takes no task until these are set
+            if os.path.exists(f"{own}/{inherit}") and not open(f"{own}/{inherit}").read().strip():
+                with open(f"{own}/{inherit}", "w") as f:
+                    f.write(open(f"{d}/{inherit}").read())
+        with open(f"{own}/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+        sh("umount", d)
+    if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWCGROUP) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWCGROUP)")
+    for fstype, options, sub in mounts:  # mounted again inside the namespace: rooted at gb10sim-<node>
+        mount("-t", fstype, *(["-o", options] if options else []), fstype, f"{target}/{sub}".rstrip("/"))
 
 
 def start_docker(spec: dict) -> None:
     """dockerd as the node's own daemon (host network: no bridge, no iptables of its own so ufw stays the node's only
-    firewall), its cgroups under gb10sim-<node> so `sim down` can remove them, and the node's image imported."""
+    firewall; its cgroups land under the node's gb10sim-<node> group) and the node's image imported."""
     # A script, so a scenario can restart the daemon the same way (dockerd reads its GPU hook only at start).
     write("/usr/local/sbin/gb10sim-dockerd", "#!/bin/sh\n"
           "# (Re)start this node's dockerd and wait until it answers.\n"
           "pkill -x dockerd && while pgrep -x dockerd >/dev/null; do sleep 0.1; done\n"
-          "setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 "
-          f"--cgroup-parent=gb10sim-{spec['name']} >>/var/log/dockerd.log 2>&1 </dev/null &\n"
+          "setsid dockerd --iptables=false --ip6tables=false --bridge=none --ip-forward=false --storage-driver=overlay2 "
+          ">>/var/log/dockerd.log 2>&1 </dev/null &\n"
           "for i in $(seq 300); do docker version >/dev/null 2>&1 && exit 0; sleep 0.1; done\n"
           "echo 'dockerd did not answer within 30 s:' >&2; tail -5 /var/log/dockerd.log >&2; exit 1\n", 0o755)
     sh("/usr/local/sbin/gb10sim-dockerd")
     image = spec["docker"]
     sh("docker", "import", *[a for change in image["changes"] for a in ("--change", change)], image["tar"], image["name"])
+
+
+# Units a node must not run: they would act on the host's devices, clock or kernel settings (one kernel for
+# all), wait for hardware, or are the host's own services.
+MASKED = ["systemd-udevd.service", "systemd-udev-trigger.service", "systemd-udev-settle.service", "systemd-udevd-control.socket",
+          "systemd-udevd-kernel.socket", "systemd-timesyncd.service", "systemd-sysctl.service", "systemd-modules-load.service",
+          "systemd-remount-fs.service", "systemd-networkd-wait-online.service", "systemd-pstore.service", "getty@tty1.service",
+          "console-getty.service", "postgresql.service", "e2scrub_reap.service", "apt-daily.timer", "apt-daily-upgrade.timer",
+          "dpkg-db-backup.timer", "e2scrub_all.timer", "fstrim.timer", "man-db.timer", "systemd-logind.service",
+          "sys-kernel-debug.mount", "sys-kernel-tracing.mount", "sys-kernel-config.mount", "sys-fs-fuse-connections.mount",
+          "dev-hugepages.mount", "dev-mqueue.mount", "systemd-journald-audit.socket", "systemd-update-utmp.service"]
+
+
+def systemd_units(spec: dict) -> None:
+    """The node's services as units (systemd mode): sshd, ufw, networkd (netplan), docker with the sim's daemon
+    options, the image import, and the stand-ins kept in step with the interfaces."""
+    for unit in MASKED:
+        path = f"/etc/systemd/system/{unit}"
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink("/dev/null", path)
+    wants = ["ssh.service", "ufw.service", "systemd-networkd.service", "gb10sim-standins.service"]
+    if spec.get("docker"):
+        wants += ["docker.service", "gb10sim-image.service"]
+        write("/etc/default/docker", "# gb10sim: host network only, no iptables of its own (ufw is the node's firewall), no forwarding\n"
+              'DOCKER_OPTS="--iptables=false --ip6tables=false --bridge=none --ip-forward=false --storage-driver=overlay2"\n')
+        image = spec["docker"]
+        changes = " ".join(f"--change '{c}'" for c in image["changes"])
+        write("/etc/systemd/system/gb10sim-image.service",
+              "[Unit]\nDescription=gb10sim: the deployment image\nRequires=docker.service\nAfter=docker.service\n\n"
+              "[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+              f"ExecStart=/bin/sh -c \"docker image inspect {image['name']} >/dev/null 2>&1 || "
+              f"docker import {changes} {image['tar']} {image['name']}\"\n")
+    # ufw-init once failed at boot under load, without a word in the journal; a retry is what a real boot would not
+    # need, but a degraded node is not what the self-tests are about.
+    write("/etc/systemd/system/ufw.service.d/gb10sim.conf", "[Service]\nRestart=on-failure\nRestartSec=1\n")
+    write("/etc/systemd/system/gb10sim-standins.service",
+          "[Unit]\nDescription=gb10sim: stand-in sysfs and meminfo in step with the node\n\n"
+          "[Service]\nExecStart=/usr/bin/python3 /usr/local/lib/gb10sim/standins.py refresh-loop\nRestart=always\n")
+    # No udev in a node (it would replay the host's device events); `netplan apply` asks udev to re-trigger net
+    # devices, which only renames interfaces by .link files. As in other containers, that part is a no-op here.
+    # (`test` and `test-builtin net_setup_link` would also give the veths new "persistent" MACs: a real machine got its own at
+    # boot from udev, so re-running it there changes nothing; here it would strand the runner's ARP entries.)
+    write("/usr/local/sbin/udevadm", "#!/bin/sh\n# gb10sim: no udev daemon in a node; its event work has nothing to do here\n"
+          'case "$1" in trigger|settle|test|test-builtin) exit 0;; esac\nexec /usr/bin/udevadm "$@"\n', 0o755)
+    write("/etc/systemd/system/gb10sim.target", "[Unit]\nDescription=gb10sim node\nRequires=basic.target\nAfter=basic.target\n"
+          f"Wants={' '.join(wants)}\nAllowIsolate=yes\n")
+    if os.path.lexists("/etc/systemd/system/default.target"):
+        os.unlink("/etc/systemd/system/default.target")
+    os.symlink("/etc/systemd/system/gb10sim.target", "/etc/systemd/system/default.target")
 
 
 def configure(root: str, spec: dict) -> None:
@@ -170,6 +256,16 @@ def main() -> None:
     os.chroot(root)
     os.chdir("/")
     standins.refresh(spec["state"])
+    if spec.get("init") == "systemd":
+        if spec.get("ufw", True):
+            firewall(spec)  # ufw's files; ufw.service loads them at boot, as on a real machine
+        systemd_units(spec)
+        print("READY", flush=True)  # control.up waits for the boot to finish (systemctl is-system-running --wait)
+        log = os.open("/var/log/gb10sim-init.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        for fd in (0, 1, 2):
+            os.dup2(log, fd)
+        os.execve("/lib/systemd/systemd", ["/lib/systemd/systemd", "--log-target=console"],
+                  {"container": "gb10sim", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
     os.makedirs("/run/sshd", exist_ok=True)
     sh("/usr/sbin/sshd")
     if spec.get("ufw", True):

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from .. import compose
+from ..deploy import netplan as netplan_step
 from ..cluster import load_cluster
 from . import image, provision, topology
 from .topology import MGMT_BRIDGE, MGMT_NET, NETNS_PREFIX, SimNode
@@ -61,7 +62,8 @@ def pub_key_only(pub: str) -> str:
 # ---- networking (root namespace side) ----------------------------------------------
 
 
-def wire(nodes: list[SimNode]) -> None:
+def wire(nodes: list[SimNode], addresses: bool = True) -> None:
+    """addresses False: the QSFP links come up without addresses (systemd-networkd gives them from netplan at boot)."""
     run("ip", "link", "add", MGMT_BRIDGE, "type", "bridge")
     run("ip", "addr", "add", f"{MGMT_NET}.1/24", "dev", MGMT_BRIDGE)
     run("ip", "link", "set", MGMT_BRIDGE, "up")
@@ -88,18 +90,9 @@ def wire(nodes: list[SimNode]) -> None:
                 run("ip", "link", "set", f"gb10sim-s{i}n{n.rank}", "master", f"gb10sim-sw{i}", "up")
     for n in nodes:
         for link in n.links:
-            run("ip", "-n", n.netns, "addr", "add", link.address, "dev", link.netdev)
+            if addresses:
+                run("ip", "-n", n.netns, "addr", "add", link.address, "dev", link.netdev)
             run("ip", "-n", n.netns, "link", "set", link.netdev, "up")
-
-
-def netplan(n: SimNode) -> str:
-    lines = ["network:", "  version: 2", "  ethernets:"]
-    for link in n.links:
-        if link.address.startswith("169.254."):
-            lines += [f"    {link.netdev}:", "      link-local: [ ipv4 ]"]
-        else:
-            lines += [f"    {link.netdev}:", f"      addresses: [ {link.address} ]"]
-    return "\n".join(lines) + "\n"
 
 
 def node_state(n: SimNode) -> dict:
@@ -116,7 +109,11 @@ def node_state(n: SimNode) -> dict:
 # ---- up / down / status ---------------------------------------------------------------
 
 
-def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Path:
+def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init: str = "plain") -> Path:
+    """init "plain": our own small init starts sshd, ufw and dockerd (fast); "systemd": systemd is PID 1 of each node and
+    runs them as units (host.service() and `systemctl` are real; netplan apply goes through systemd-networkd)."""
+    if init not in ("plain", "systemd"):
+        raise SimError(f"unknown init {init!r}: plain or systemd")
     need_root()
     if not provision.ready():
         raise SimError(f"the simulated cluster's vLLM and model are not provisioned in {provision.cache_dir()}: "
@@ -133,7 +130,7 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
     say = (lambda *_: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
     start = time.monotonic()
     try:
-        wire(nodes)
+        wire(nodes, addresses=init == "plain")
         _, runner_pub = keygen(d / "runner_ed25519", "gb10check-runner")
         shared_key, shared_pub = keygen(d / "shared_ed25519", "gb10sim-shared-cluster-key")
         host_keys = {n.name: keygen(d / "nodes" / f"{n.name}_host_ed25519", n.name) for n in nodes}
@@ -151,13 +148,13 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
             (d / "mnt" / n.name).mkdir(parents=True, exist_ok=True)
             spec = {"name": n.name, "user": topology.USER, "mnt_dir": str(d / "mnt" / n.name), "host_key": host_keys[n.name][0],
                     "host_key_pub": host_keys[n.name][1], "runner_pub": runner_pub, "shared_key": shared_key, "shared_pub": shared_pub,
-                    "known_hosts": node_known, "hosts": [(m.name, m.mgmt_ip) for m in nodes], "netplan": netplan(n),
+                    "known_hosts": node_known, "hosts": [(m.name, m.mgmt_ip) for m in nodes], "netplan": netplan_step.render(cluster.node(n.name)),
                     "state": node_state(n), "firewall_sources": ["169.254.0.0/16", "192.168.101.0/24"],
                     "firewall_ports": ["20001/tcp"],
                     "files": [{"path": f"{cluster.deploy.hf_cache}/hub/{provision.model_entry().name}", "tree": str(provision.model_entry())},
                         {"path": f"{workdir}/{cluster.deploy.compose_file}", "content": compose_text},
                         {"path": f"{workdir}/.env", "content": compose.env_file(cluster, cluster.node(n.name))}],
-                    "docker": {"tar": str(image_tar), "name": cluster.deploy.image, "changes": image.changes()}}
+                    "docker": {"tar": str(image_tar), "name": cluster.deploy.image, "changes": image.changes()}, "init": init}
             spec_path = d / "nodes" / f"{n.name}.json"
             spec_path.write_text(json.dumps(spec))
             spec_path.chmod(0o600)
@@ -174,7 +171,10 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
                     rest = ""
                 raise SimError(f"node {n.name} did not boot: {line} {rest}".strip())
             (d / "nodes" / f"{n.name}.pid").write_text(str(init_pid(procs[n.name].pid)))
-        (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes}))
+        if init == "systemd":
+            for n in nodes:
+                wait_booted(n.name, [link.address for link in n.links])
+        (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes, "init": init}))
     except BaseException:
         down(quiet=True)
         raise
@@ -185,6 +185,33 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False) -> Pa
         apply(scenario)
         say(f"scenario {scenario} applied")
     return d / "cluster.yaml"
+
+
+def wait_booted(name: str, addresses: list[str], timeout_s: float = 90) -> None:
+    """Until systemd in the node has finished starting its units; a failed unit fails the boot, named."""
+    deadline = time.monotonic() + timeout_s
+    state = ""
+    while time.monotonic() < deadline:  # "offline": systemd's bus is not up yet (generators still running)
+        try:
+            state = run("timeout", str(max(1, int(deadline - time.monotonic()))), "nsenter", "-t", str(pid_of(name)), "-m", "-u",
+                        "-n", "-p", "-i", "-r", "-w", "systemctl", "is-system-running", "--wait", check=False).stdout.strip()
+        except SimError as exc:
+            raise SimError(f"node {name} did not boot under systemd: {exc}") from None
+        if state not in ("", "offline", "initializing", "starting"):
+            break
+        time.sleep(0.1)
+    while state == "running":  # networkd gives the QSFP links their netplan addresses
+        have = node_exec(name, "ip -4 -o addr show", check=False).stdout
+        missing = [a for a in addresses if f" {a} " not in have]
+        if not missing:
+            break
+        if time.monotonic() > deadline:
+            raise SimError(f"node {name}: systemd-networkd did not configure {', '.join(missing)} from netplan")
+        time.sleep(0.1)
+    if state != "running":
+        failed = node_exec(name, "systemctl --failed --no-legend --plain | cut -d' ' -f1", check=False).stdout.split()
+        journal = node_exec(name, f"journalctl --no-pager -n 15 {' '.join('-u ' + u for u in failed)}", check=False).stdout
+        raise SimError(f"node {name} booted {state or 'not at all'} under systemd; failed units: {', '.join(failed) or 'none'}\n{journal}")
 
 
 def init_pid(unshare_pid: int) -> int:

@@ -556,6 +556,18 @@ def nvidia_container_runtime_hook(args: list[str]) -> int:
 COMMANDS = {"nvidia-container-runtime-hook": nvidia_container_runtime_hook, "nvidia-smi": nvidia_smi, "mpirun": mpirun, "all_gather_perf": lambda a: nccl_test("all_gather_perf", [], [state()], {}), "ibdev2netdev": ibdev2netdev, "show_gids": show_gids, "ibv_devinfo": ibv_devinfo,
             "ethtool": ethtool, "ib_write_bw": ib_write_bw}
 
+def refresh_loop(args: list[str]) -> int:
+    """What the plain init does between reaping children; a unit of its own in systemd mode."""
+    while True:
+        try:
+            refresh(state())
+        except Exception as exc:  # keep going; the journal says what broke
+            print(f"refresh failed: {exc!r}", file=sys.stderr, flush=True)
+        time.sleep(0.5)
+
+
+COMMANDS["refresh-loop"] = refresh_loop
+
 if __name__ == "__main__":
     name = os.path.basename(sys.argv[0])
     if name in COMMANDS:
