@@ -116,7 +116,10 @@ def test_workflow_runs_the_stages_in_order_with_reports():
     assert set(inputs) == {"cluster_file", "model", "skip_slow"}
     for name in ("preflight", "network", "serving"):
         assert any("--junitxml" in s.get("run", "") and "--report-dir" in s.get("run", "") for s in jobs[name]["steps"])
-    assert any("gb10check gate" in s.get("run", "") for s in jobs["deploy"]["steps"])
+    deploy = [s.get("run", "") for s in jobs["deploy"]["steps"]]
+    order = [next(i for i, r in enumerate(deploy) if f"gb10check {step} " in r) for step in ("gate", "sync", "compose-render", "deploy")]
+    assert order == sorted(order), "gate, then sync, compose-render, deploy"
+    assert wf["defaults"]["run"]["shell"] == "bash", "pipefail: `cmd | tee` must fail when cmd fails"
 
 
 def test_set_model_writes_a_derived_file_and_is_idempotent(tmp_path):

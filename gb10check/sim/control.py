@@ -118,7 +118,8 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
     if not provision.ready():
         raise SimError(f"the simulated cluster's vLLM and model are not provisioned in {provision.cache_dir()}: "
                        "run `gb10check sim provision` first (once; a few minutes)")
-    missing = [tool for tool in ("sshd", "ufw", "dockerd") if not shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")]
+    tools = ("sshd", "ufw", "dockerd") + (("netplan", "udevadm", "systemctl") if init == "systemd" else ())
+    missing = [tool for tool in tools if not shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")]
     if missing or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0:
         raise SimError(f"the simulated nodes need {', '.join(missing) or 'compose v2 (`docker compose`)'} on this machine: "
                        "run `sudo scripts/install-sim-packages` (Debian 12)")
