@@ -85,3 +85,36 @@ def test_every_code_has_a_remedy_and_is_used():
     assert set(REMEDIES) == set(Code)
     unused = [c.name for c in Code if f"Code.{c.name}" not in source]
     assert unused == []
+
+
+# ---- container runtime and image -------------------------------------------------------------
+
+def test_compose_major_reads_v2_v1_and_nothing():
+    from gb10check.facts.docker import compose_major
+
+    assert compose_major("Docker Compose version v2.29.7\n") == 2
+    assert compose_major("Docker Compose version 2.26.1-4\n") == 2
+    assert compose_major("docker-compose version 1.29.2, build unknown\n") == 1
+    assert compose_major("docker: unknown command: docker compose\n\nRun 'docker --help' for more information\n") is None
+
+
+def test_docker_ps_lines_and_garbled():
+    from gb10check.facts._text import ParseError
+    from gb10check.facts.docker import parse_ps
+
+    rows = parse_ps("gb10-vllm\tvllm/vllm-openai:v0.11\trunning\tUp 2 hours\n", "gb10-vllm\t96.1GiB / 105GiB\n")
+    assert rows[0].name == "gb10-vllm" and rows[0].state == "running" and rows[0].memory == "96.1GiB / 105GiB"
+    assert parse_ps("") == []  # no container running
+    with pytest.raises(ParseError, match="docker_ps: expected NAME<TAB>IMAGE"):
+        parse_ps("CONTAINER ID   IMAGE   COMMAND\n")
+
+
+def test_image_for_another_architecture_fails_naming_both():
+    from gb10check.checks.container import judge_image
+    from gb10check.facts.docker import Image
+
+    amd = Image("sha256:1", ["vllm:gb10"], "amd64", "linux", ["sha256:a"], 10.0)
+    [f] = judge_image("thinkstationpgx-32", "vllm:gb10", amd, "", "aarch64\n")
+    assert "saw vllm:gb10 is linux/amd64; expected arm64 like the node (aarch64)" in f.text
+    assert "use an image built for arm64 on thinkstationpgx-32" in f.text
+    assert judge_image("n", "vllm:gb10", Image("sha256:1", [], "arm64", "linux", [], None), "", "aarch64") == []

@@ -127,6 +127,8 @@ VISIBLE = {
     "docker-group-missing": (1, "id -nG lenovo | grep -qw docker || echo not-in-docker-group", "not-in-docker-group"),
     "compose-v1-only": (1, "docker compose version || echo no-compose-v2", "no-compose-v2"),
     "image-layers-differ": (1, "docker history -q gb10sim/vllm-cpu:local | wc -l", "2"),
+    "shard-truncated": (1, "f=$(ls /home/lenovo/vllm/huggingface/hub/*/snapshots/*/model-00001-of-00003.safetensors); "
+                           "[ $(stat -L -c %s $f) -lt 60000000 ] && echo cut-short", "cut-short"),
     "image-missing": (1, "docker images -q gb10sim/vllm-cpu:local | wc -l", "0"),
     "gpu-not-in-container": (1, "docker run --rm --gpus all gb10sim/vllm-cpu:local true", 'could not select device driver ""'),
     "stale-container": (0, "docker ps --format '{{.Names}} {{.State}}'", "gb10-vllm running"),

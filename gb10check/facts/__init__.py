@@ -45,7 +45,6 @@ KINDS: dict[str, Kind] = {
     "docker_health": Kind(docker.parse_health, "docker inspect --format '{{json .State.Health}}'"),
     "docker_image_inspect": Kind(docker.parse_image, "docker image inspect IMAGE"),
     "compose_ps": Kind(docker.parse_compose_ps, "docker compose ps"),
-    "docker_ps": Kind(docker.parse_ps, "docker ps --format '" + docker.PS_FORMAT + "'"),
     "compose_config": Kind(docker.parse_compose_config, "docker compose config"),
 }
 
