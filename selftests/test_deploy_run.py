@@ -126,3 +126,16 @@ def test_memory_watchdog_stops_every_rank(bed):
     assert launcher.exit_code(A) is not None and launcher.exit_code(B) is not None
     control.node_exec(B, "pkill -f 'b = b' || true", check=False)
     assert f"{A}: killed" in text and f"{B}: killed" in text
+
+
+def test_follower_that_cannot_start_stops_rank0_too(bed):
+    path, make = bed
+    scenarios.apply("image-missing")  # rank 1 never got the image; `compose up --pull never` refuses at once
+    cluster, launcher = make()
+    start = time.monotonic()
+    with pytest.raises(DeployFailed) as err:
+        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=240)
+    text = str(err.value)
+    assert f"{B}: `docker compose up -d` exited" in text and "gb10sim/vllm-cpu:local" in text
+    assert f"{A}: stopped" in text and launcher.exit_code(A) is not None, "rank 0 must not stay up alone"
+    assert time.monotonic() - start < 60

@@ -169,7 +169,9 @@ def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeo
 
     try:
         return _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, stall, ready_timeout_s, t0)
-    except DeployFailed:
+    except DeployFailed as exc:
+        if rec.outcome == "running":  # a rank that would not start: the ranks already started must not stay up alone
+            fail(str(exc), kill=False)
         raise
     except BaseException:
         stop_all(kill=True)  # never leave ranks running behind a crashed or interrupted watcher
