@@ -4,13 +4,11 @@ Paths index the JSON form of the facts: "0.netdev" is facts[0]["netdev"]; "#" is
 "#rows" is len(facts["rows"]).
 """
 
-from pathlib import Path
-
 import pytest
 
 from gb10check.facts import parse, to_jsonable
 
-from .conftest import captures_dir, read_capture
+from .conftest import read_capture
 
 GB10_PORT0_UP = {"#": 4, "0.rdma_device": "rocep1s0f0", "0.netdev": "enp1s0f0np0", "0.state": "up", "1.state": "down",
                  "2.rdma_device": "roceP2p1s0f0", "2.netdev": "enP2p1s0f0np0", "2.state": "up", "3.state": "down"}

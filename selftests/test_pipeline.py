@@ -1,12 +1,10 @@
 """The pipeline around the checks: the report people read, stage gating, the CI workflow, set-model."""
 
-import json
 import os
 import shutil
 import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest

@@ -23,7 +23,7 @@ def judge(node: str, status: ufw.UfwStatus, user_rules: ufw.UserRules | None, uf
                                         f"no rule allowing {source}", f"traffic from {source} allowed", source=source))
         elif user_rules is not None and not user_rules.allows(source):
             findings.append(Finding(Code.UFW_NOT_PERSISTED, node, f"{source} allowed now but not in /etc/ufw/user.rules",
-                                    f"the rule persisted in /etc/ufw/user.rules", source=source))
+                                    "the rule persisted in /etc/ufw/user.rules", source=source))
     for port_proto in ports:
         port, proto = port_proto.split("/")
         if not (status.allows("0.0.0.0/0", int(port), proto) or all(status.allows(src, int(port), proto) for src in sources)):

@@ -313,7 +313,7 @@ def ethtool(args: list[str]) -> int:
         return 1
     netdev = names[0]
     if not os.path.exists(f"{NET}/{netdev}"):
-        print(f"netlink error: no device matches name (offset 24)\nnetlink error: No such device", file=sys.stderr)
+        print("netlink error: no device matches name (offset 24)\nnetlink error: No such device", file=sys.stderr)
         return 1
     link = state()["links"].get(netdev)
     up = link_up(netdev)
