@@ -1,6 +1,7 @@
 """gb10check command line: parse (and the subcommands other modules add)."""
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -150,61 +151,55 @@ def cluster_from(arg: str | None):
         raise SystemExit(f"gb10check: invalid cluster file: {exc}") from None
 
 
-def cmd_compose_render(args: argparse.Namespace) -> int:
-    from .deploy import stack
+@contextlib.contextmanager
+def connected(cluster):
+    """Every node of the cluster over the suite's remote layer, in rank order; closed afterwards."""
     from .remote import RemoteNode
 
-    cluster = cluster_from(args.cluster)
     nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
     try:
-        return stack.push(cluster, nodes, args.check)
+        yield nodes
     finally:
         for n in nodes:
             n.close()
+
+
+def cmd_compose_render(args: argparse.Namespace) -> int:
+    from .deploy import stack
+
+    cluster = cluster_from(args.cluster)
+    with connected(cluster) as nodes:
+        return stack.push(cluster, nodes, args.check)
 
 
 def cmd_ssh_keys(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .deploy import sshkeys
-    from .remote import RemoteNode
 
     cluster = cluster_from(args.cluster)
-    nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
-    try:
-        return sshkeys.run(cluster, nodes, Path(cluster.ssh.cluster_key), args.check)
-    except sshkeys.SshStepError as exc:
-        print(f"gb10check ssh-keys: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        for n in nodes:
-            n.close()
+    with connected(cluster) as nodes:
+        try:
+            return sshkeys.run(cluster, nodes, Path(cluster.ssh.cluster_key), args.check)
+        except sshkeys.SshStepError as exc:
+            print(f"gb10check ssh-keys: {exc}", file=sys.stderr)
+            return 2
 
 
 def cmd_netplan(args: argparse.Namespace) -> int:
     from .deploy import netplan
-    from .remote import RemoteNode
 
     cluster = cluster_from(args.cluster)
-    nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
-    try:
+    with connected(cluster) as nodes:
         return netplan.step(cluster, nodes, args.check)
-    finally:
-        for n in nodes:
-            n.close()
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
     from .deploy import sync
-    from .remote import RemoteNode
 
     cluster = cluster_from(args.cluster)
-    nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
-    try:
+    with connected(cluster) as nodes:
         return sync.run(cluster, nodes, args.check)
-    finally:
-        for n in nodes:
-            n.close()
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:

@@ -23,6 +23,21 @@ def require_sim() -> None:
         pytest.skip(f"the simulated cluster {problem}: run as root with iproute2, openssh-server and ufw installed")
 
 
+def require_provisioned_sim() -> None:
+    """As require_sim, and the sim's vLLM and model must be provisioned (.ci/run does it before the self-tests)."""
+    from gb10check.sim import provision
+
+    require_sim()
+    if not provision.ready():
+        pytest.fail("the sim needs `gb10check sim provision` (.ci/run runs it before the self-tests)")
+
+
+def step(name: str, cluster: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`gb10check NAME --cluster=CLUSTER ARGS` as a user runs it; wide columns so rich does not fold its lines."""
+    return subprocess.run([sys.executable, "-m", "gb10check", name, f"--cluster={cluster}", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "250"})
+
+
 @dataclass
 class Outcome:
     outcome: str  # passed | failed | skipped | error

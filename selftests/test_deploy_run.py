@@ -10,9 +10,9 @@ import pytest
 
 from gb10check.cluster import load_cluster
 from gb10check.deploy.run import ComposeLauncher, DeployFailed, deploy, down
-from gb10check.sim import control, provision, scenarios
+from gb10check.sim import control, scenarios
 
-from .simbed import require_sim
+from .simbed import require_provisioned_sim
 
 pytestmark = pytest.mark.sim
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
@@ -20,9 +20,7 @@ A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 
 @pytest.fixture
 def bed():
-    require_sim()
-    if not provision.ready():
-        pytest.fail("the sim needs `gb10check sim provision` (.ci/run runs it)")
+    require_provisioned_sim()
     path = control.up(2, quiet=True)
     launcher = None
 

@@ -1,11 +1,9 @@
 """The SSH-key step against the simulated nodes' real sshd and real files: repairs a broken mesh,
 shows what it changes first (never a private key), changes nothing the second time, makes a new key."""
 
-import os
 import re
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,24 +11,21 @@ import yaml
 
 from gb10check.cluster import load_cluster
 from gb10check.deploy import sshkeys
-from gb10check.sim import control, provision, scenarios
+from gb10check.sim import control, scenarios
 
-from .simbed import require_sim, run_suite
+from .simbed import require_provisioned_sim, run_suite, step
 
 pytestmark = pytest.mark.sim
 REPO = Path(__file__).resolve().parent.parent
 
 
 def ssh_keys(cluster: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gb10check", "ssh-keys", f"--cluster={cluster}", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    return step("ssh-keys", cluster, *args, timeout=300)
 
 
 @pytest.fixture(scope="module")
 def bed():
-    require_sim()
-    if not provision.ready():
-        pytest.fail("the sim needs `gb10check sim provision` (.ci/run runs it)")
+    require_provisioned_sim()
     yield
     control.down(quiet=True)
 

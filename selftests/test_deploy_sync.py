@@ -3,34 +3,28 @@ reach a node whose copies are wrong (a locally changed image, a shard cut short,
 the QSFP link, with what will change said first; afterwards the preflight checks that caught it pass, and
 a second run changes nothing."""
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from gb10check.sim import control, provision, scenarios
+from gb10check.sim import control, scenarios
 
-from .simbed import require_sim, run_suite
+from .simbed import require_provisioned_sim, run_suite, step
 
 pytestmark = pytest.mark.sim
-REPO = Path(__file__).resolve().parent.parent
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 CHECKS = ("test_image_same_as_head or test_image or test_model_same_as_head or test_model_artifacts "
           "or test_gpu_in_container")
 
 
 def sync(cluster: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gb10check", "sync", f"--cluster={cluster}", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "250"})
+    return step("sync", cluster, *args)
 
 
 @pytest.fixture(scope="module")
 def bed():
-    require_sim()
-    if not provision.ready():
-        pytest.fail("the sim needs `gb10check sim provision` (.ci/run runs it)")
+    require_provisioned_sim()
     yield
     control.down(quiet=True)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.sim import control, provision
+from gb10check.sim import control
 
-from .simbed import require_sim, run_suite
+from .simbed import require_provisioned_sim, run_suite
 
 pytestmark = pytest.mark.sim
 REPO = Path(__file__).resolve().parent.parent
@@ -25,9 +25,7 @@ def script(name: str, *args: str, timeout: int = 600) -> subprocess.CompletedPro
 
 @pytest.fixture
 def systemd_pair():
-    require_sim()
-    if not provision.ready():
-        pytest.fail("the sim needs `gb10check sim provision` (.ci/run runs it)")
+    require_provisioned_sim()
     path = control.up(2, quiet=True, init="systemd")
     yield path
     script("down", f"--cluster={path}")

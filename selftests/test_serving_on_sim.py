@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from gb10check.sim import control, provision, scenarios, serve
+from gb10check.sim import control, scenarios, serve
 
-from .simbed import require_sim, run_suite
+from .simbed import require_provisioned_sim, run_suite
 
 pytestmark = pytest.mark.sim
 
@@ -58,9 +58,7 @@ SKIPPED_WHEN = {  # scenario -> reason every dependent check is skipped with
 
 @pytest.fixture(scope="module")
 def bed():
-    require_sim()
-    if not provision.ready():
-        pytest.fail("vLLM for CPU is not provisioned: .ci/run runs `gb10check sim provision` before the self-tests")
+    require_provisioned_sim()
     yield control.state_dir() / "cluster.yaml"
     control.down(quiet=True)
 

@@ -3,9 +3,7 @@
 their addresses from the node's netplan file, and the netplan step is proven against it for real:
 diff first, install mode 600, `netplan apply`, addresses verified, rollback printed when apply fails."""
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,26 +11,22 @@ import pytest
 
 from gb10check.cluster import load_cluster
 from gb10check.remote import RemoteNode
-from gb10check.sim import control, provision, scenarios
+from gb10check.sim import control, scenarios
 
-from .simbed import require_sim, run_suite
+from .simbed import require_provisioned_sim, run_suite, step
 
 pytestmark = pytest.mark.sim
-REPO = Path(__file__).resolve().parent.parent
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 NETPLAN = "/etc/netplan/40-cx7.yaml"
 
 
 def netplan_step(cluster: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gb10check", "netplan", f"--cluster={cluster}", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "250"})
+    return step("netplan", cluster, *args)
 
 
 @pytest.fixture(scope="module")
 def systemd_sim():
-    require_sim()
-    if not provision.ready():
-        pytest.fail("the sim needs `gb10check sim provision` (.ci/run runs it)")
+    require_provisioned_sim()
     start = time.monotonic()
     path = control.up(2, quiet=True, init="systemd")
     yield path, time.monotonic() - start

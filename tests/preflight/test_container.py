@@ -7,7 +7,6 @@ from gb10check import compose
 from gb10check.checks import container
 from gb10check.facts import docker
 from gb10check.facts._text import ParseError
-from gb10check.gather import parsed
 from gb10check.remedies import Code
 from gb10check.verdict import Finding, report
 
@@ -19,12 +18,21 @@ def needs_docker(node):
         pytest.skip(f"{node.name}: docker is not usable (see test_container_runtime)")
 
 
-def image_of(node, cluster) -> docker.Image | None:
+def inspect_image(node, cluster) -> tuple[docker.Image | None, str]:
+    """The deployment image on the node, or None and docker's answer when it is not there (one `docker image inspect`)."""
     needs_docker(node)
-    out = node.run(f"docker image inspect {cluster.deploy.image}")
+    command = f"docker image inspect {cluster.deploy.image}"
+    out = node.run(command)
     if out.rc != 0:
-        return None
-    return parsed(node, "docker_image_inspect", f"docker image inspect {cluster.deploy.image}")
+        return None, out.stderr
+    try:
+        return docker.parse_image(out.stdout), ""
+    except ParseError as exc:
+        report([Finding(Code.GARBLED, node.name, str(exc), "docker image inspect output", command=command)])
+
+
+def image_of(node, cluster) -> docker.Image | None:
+    return inspect_image(node, cluster)[0]
 
 
 def test_container_runtime(node, cluster):
@@ -35,8 +43,7 @@ def test_container_runtime(node, cluster):
 
 
 def test_image(node, cluster):
-    image = image_of(node, cluster)
-    missing = "" if image else node.run(f"docker image inspect {cluster.deploy.image}").stderr
+    image, missing = inspect_image(node, cluster)
     report(container.judge_image(node.name, cluster.deploy.image, image, missing, node.output("uname -m")))
 
 
