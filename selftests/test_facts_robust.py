@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gb10check.facts import KINDS, ParseError, parse
 
-from .test_facts_captures import EXPECTED
+from .expected import EXPECTED
 from .conftest import read_capture
 
 SETTINGS = settings(max_examples=int(os.environ.get("GB10CHECK_FUZZ_EXAMPLES", "60")), deadline=2000, suppress_health_check=[HealthCheck.too_slow])
@@ -76,3 +76,44 @@ def test_random_json_is_facts_or_parse_error(kind, value, sse):
         parse(kind, f"data: {text}\n\ndata: [DONE]\n" if sse else text)
     except ParseError:
         pass
+
+
+# What surrounds real outputs when people paste or capture them. Each wrapper alone, then all of them.
+def _prompted(text: str) -> str:
+    return f"(venv) user@gb10-1:~/runs$ cat captured-output.txt\n{text}\nuser@gb10-1:~/runs$ \n"
+
+
+def _coloured(text: str) -> str:
+    return "\n".join(f"\x1b[1;32m{line}\x1b[0m" if n % 3 == 0 and line else line for n, line in enumerate(text.split("\n")))
+
+
+def _srun_labelled(text: str) -> str:
+    return "\n".join(f"0: {line}" for line in text.split("\n"))
+
+
+def _crlf(text: str) -> str:
+    return text.replace("\n", "\r\n")
+
+
+def _trailing_spaces(text: str) -> str:
+    return "\n".join(f"{line}   " for line in text.split("\n"))
+
+
+NOISE = {"prompt": _prompted, "ansi": _coloured, "srun-label": _srun_labelled, "crlf": _crlf, "trailing-spaces": _trailing_spaces}
+
+
+def _all_noise(text: str) -> str:
+    for wrap in (_srun_labelled, _coloured, _trailing_spaces, _prompted, _crlf):
+        text = wrap(text)
+    return text
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_noise_does_not_change_facts(name):
+    from .test_facts_captures import facts_of
+
+    kind, _ = EXPECTED[name]
+    text = read_capture(name)
+    plain = facts_of(kind, text)
+    for label, wrap in [*NOISE.items(), ("all", _all_noise)]:
+        assert facts_of(kind, wrap(text)) == plain, f"{label} noise changed the facts of {name}"

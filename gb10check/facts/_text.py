@@ -1,6 +1,17 @@
-"""Helpers shared by the parsers: errors, ANSI stripping, number parsing."""
+"""Helpers shared by the parsers: the noise front end, errors, number parsing.
 
+Real outputs reach us wrapped in noise: ANSI colour, a shell prompt with the command line (with a
+virtualenv or conda prefix, or a two-line zsh prompt), `srun -l` / `mpirun --tag-output` / `pdsh`
+labels before every line, a markdown quote (`> `), CR line ends, trailing spaces. `clean()` takes
+all of it off once, for every parser, and keeps the command lines apart: they say which interface
+a section belongs to, or which unit `free -h` printed in. Every parser is wrapped by `@parser`, so
+`perftest.parse(text)` and `gb10check parse perftest FILE` read the same facts.
+"""
+
+import functools
+import inspect
 import re
+from dataclasses import dataclass, field
 
 
 class ParseError(ValueError):
@@ -12,18 +23,117 @@ class ParseError(ValueError):
         self.kind = kind
 
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# CSI sequences (colour, cursor), OSC sequences (window titles, ended by BEL or ST), and lone ESC-x.
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
-# A shell prompt line copied along with a command's output: "user@host:~$ cmd", "$ cmd", "# cmd".
-PROMPT = re.compile(r"^\s*(?:\S+@\S+[:\s].*?[$#]|[$#❯>%])\s+\S")
+# Commands people paste after a bare '#' prompt (a root shell). A bare '#' is otherwise a comment
+# line of the output itself (nccl-tests prints dozens), so it counts as a prompt only before these.
+TOOLS = (r"sudo|ibdev2netdev|ib_\w+|nvidia-smi|cat|free|ethtool|ip|ufw|docker|curl|show_gids|rdma|ibstat|ibv_devinfo"
+         r"|numactl|mpirun|srun|pdsh|grep|journalctl|dmesg|vllm|kubectl|\./\S+|NCCL_\w+=\S*|[A-Z_]+=\S+")
+_VENV = r"(?:\([\w.@ -]+\)\s*)?"
+_USER_HOST = r"[\w.-]*@[\w.-]+"  # the user may be redacted: "@host:~$"
+PROMPT = re.compile(
+    r"^\s*" + _VENV + r"(?:"
+    + _USER_HOST + r"(?::[^\s$#%>]*)?\s*[$#%>]"       # user@host:~$  root@node-0:/#
+    + r"|\[" + _USER_HOST + r"[^\]]*\]\s*[$#]"         # [user@host dir]$
+    + r"|" + _USER_HOST + r"\s+\S+\s*[$#%]"            # User@MacBookAir ~ %
+    + r"|[\w.-]+:[~/][^\s$#]*\s*[$#]"                  # host:~/dir$ (no user, or cut by the author)
+    + r"|└─+[$#]"                                      # zsh two-line prompt, second line
+    + r"|[$%❯]"                                        # bare $ % ❯
+    + r"|#(?=\s+(?:" + TOOLS + r")\b)"                 # bare # before a known command
+    + r")(?:\s+(?P<command>\S.*?))?\s*$"
+)
+PROMPT_DECORATION = re.compile(r"^\s*┌──.*$")  # zsh two-line prompt, first line: ┌──(kali㉿kali)-[~]
+SRUN_LABEL = re.compile(r"^\s*\d+: ?")
+MPIRUN_LABEL = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?")
+PDSH_LABEL = re.compile(r"^(?P<host>[a-z0-9][a-z0-9.-]*[0-9-][a-z0-9.-]*): ")
+QUOTE = re.compile(r"^\s*> ?")
+BARE_COMMAND = re.compile(r"^\s*(?:" + TOOLS + r")(?:\s|$)")  # a command pasted without its prompt, on the first line
+
+
+@dataclass
+class Cleaned:
+    text: str                      # the output alone
+    commands: list[str] = field(default_factory=list)  # command lines, in order, without their prompts
+    sections: list[tuple[str | None, str]] = field(default_factory=list)  # (command or None, its output)
+
+    @property
+    def command(self) -> str | None:
+        """The command whose output this is: the first one followed by output."""
+        with_output = [cmd for cmd, out in self.sections if cmd and out.strip()]
+        return with_output[0] if with_output else (self.commands[0] if self.commands else None)
 
 
 def strip_ansi(text: str) -> str:
     return ANSI.sub("", text)
 
 
+def prompt_command(line: str) -> str | None:
+    """The command of a shell prompt line ('' for a prompt with none), or None if it is not a prompt."""
+    m = PROMPT.match(line)
+    return None if m is None else (m["command"] or "")
+
+
 def is_prompt(line: str) -> bool:
-    return bool(PROMPT.match(line))
+    return prompt_command(line) is not None
+
+
+def _strip_labels(lines: list[str]) -> list[str]:
+    """Per-line labels that launchers add (`0: `, `[1,0]<stdout>: `, `host-1: `), when every output line has one.
+
+    The prompt that started the launcher is not labelled, so prompt lines are left out of the test."""
+    body = [line for line in lines if line.strip() and not is_prompt(line)]
+    if not body:
+        return lines
+    for label in (MPIRUN_LABEL, SRUN_LABEL):
+        if all(label.match(line) for line in body):
+            return [label.sub("", line, count=1) for line in lines]
+    hosts = [m["host"] if (m := PDSH_LABEL.match(line)) else None for line in body]
+    # pdsh labels repeat (a few hosts, many lines); `key: value` outputs (ethtool -i) have a new key every line.
+    if len(body) >= 2 and None not in hosts and len(set(hosts)) * 2 <= len(body):
+        return [PDSH_LABEL.sub("", line, count=1) for line in lines]
+    return lines
+
+
+def clean(text: str) -> Cleaned:
+    text = strip_ansi(text.replace("\r\n", "\n"))
+    # A lone CR redraws the line (progress output): what is left is the text after the last one.
+    lines = _strip_labels([line.rsplit("\r", 1)[-1].rstrip() for line in text.split("\n")])
+    body = [line for line in lines if line.strip()]
+    if body and sum(bool(QUOTE.match(line)) for line in body) * 2 >= len(body):  # quoted in markdown
+        lines = [QUOTE.sub("", line, count=1) for line in lines]
+    first = next((n for n, line in enumerate(lines) if line.strip()), None)
+    if first is not None and prompt_command(lines[first]) is None and BARE_COMMAND.match(lines[first]):
+        lines[first] = "$ " + lines[first].strip()
+    sections: list[tuple[str | None, list[str]]] = [(None, [])]
+    for line in lines:
+        if PROMPT_DECORATION.match(line):
+            continue
+        command = prompt_command(line)
+        if command is not None:
+            sections.append((command or None, []))
+            continue
+        sections[-1][1].append(line)
+    kept = [(cmd, out) for cmd, out in sections if cmd is not None or any(s.strip() for s in out)]
+    out_lines = [line for _, out in kept for line in out]
+    return Cleaned(text="\n".join(out_lines).strip("\n") + ("\n" if out_lines else ""),
+                   commands=[cmd for cmd, _ in kept if cmd],
+                   sections=[(cmd, "\n".join(out).strip("\n")) for cmd, out in kept])
+
+
+def parser(fn):
+    """Wrap a parser so it reads cleaned text; it gets `command=` / `sections=` too if it asks for them."""
+    params = inspect.signature(fn).parameters
+
+    @functools.wraps(fn)
+    def wrapper(text: str, *args, **kwargs):
+        cleaned = clean(text)
+        for name in ("command", "commands", "sections"):
+            if name in params and name not in kwargs:
+                kwargs[name] = getattr(cleaned, name)
+        return fn(cleaned.text, *args, **kwargs)
+
+    return wrapper
 
 
 def to_float(value: str) -> float | None:

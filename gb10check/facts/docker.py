@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from ._text import ParseError, is_prompt
+from ._text import ParseError, is_prompt, parser
 
 
 def _one(kind: str, text: str) -> dict:
@@ -48,6 +48,7 @@ class Container:
     command: list[str] = field(default_factory=list)
 
 
+@parser
 def parse_container(text: str) -> Container:
     d = _one("docker_inspect", text)
     state, host, config = d.get("State"), _dict(d.get("HostConfig")), _dict(d.get("Config"))
@@ -78,6 +79,7 @@ class Health:
     last_exit_code: int | None
 
 
+@parser
 def parse_health(text: str) -> Health:
     d = _one("docker_health", text)
     d = _dict(_dict(d.get("State")).get("Health")) if "State" in d else d
@@ -98,6 +100,7 @@ class Image:
     size_gib: float | None
 
 
+@parser
 def parse_image(text: str) -> Image:
     d = _one("docker_image_inspect", text)
     rootfs = d.get("RootFS")
@@ -119,6 +122,7 @@ class ComposeService:
     ports: str
 
 
+@parser
 def parse_compose_ps(text: str) -> list[ComposeService]:
     lines = [line for line in text.splitlines() if line.strip() and not is_prompt(line)]
     if not lines or not lines[0].startswith("NAME"):
@@ -139,6 +143,7 @@ def parse_compose_ps(text: str) -> list[ComposeService]:
     return services
 
 
+@parser
 def parse_compose_config(text: str) -> dict:
     """`docker compose config` (or a compose file) as the YAML mapping; services must be present."""
     body = "\n".join(line for line in text.splitlines() if not is_prompt(line))

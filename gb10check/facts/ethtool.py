@@ -3,7 +3,7 @@
 import re
 from dataclasses import dataclass
 
-from ._text import ParseError
+from ._text import ParseError, parser
 
 
 @dataclass
@@ -16,12 +16,20 @@ class EthtoolLink:
     port: str | None
 
 
-def parse(text: str) -> list[EthtoolLink]:
+@parser
+def parse(text: str, sections: list[tuple[str | None, str]] = ()) -> list[EthtoolLink]:
+    """One link per `Settings for IFACE:` block, or per captured `ethtool IFACE` command line."""
     links: list[EthtoolLink] = []
-    for line in text.splitlines():
+    lines = []
+    for command, output in sections or [(None, text)]:
+        if command and (m := re.search(r"\bethtool\s+(?:-\w+\s+)*([\w.-]+)", command)):
+            lines.append(f"Settings for {m[1]}:")
+        lines.extend(output.splitlines())
+    for line in lines:
         s = line.strip()
-        if (m := re.match(r"^Settings for (\S+?):$", s)) or (m := re.search(r"\bethtool\s+(?:-\w+\s+)*([\w.-]+)", s)):
-            links.append(EthtoolLink(m[1], None, None, None, None, None))
+        if m := re.match(r"^Settings for (\S+?):$", s):
+            if not (links and links[-1].interface == m[1] and links[-1].speed_mbps is None and links[-1].link_detected is None):
+                links.append(EthtoolLink(m[1], None, None, None, None, None))
             continue
         if not s or ":" not in s:
             continue

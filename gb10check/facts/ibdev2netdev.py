@@ -7,7 +7,7 @@ plain: rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)
 import re
 from dataclasses import dataclass
 
-from ._text import ParseError, is_prompt
+from ._text import ParseError, is_prompt, parser
 
 LINE = re.compile(
     r"^(?:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+)?"
@@ -31,6 +31,7 @@ class RdmaNetdev:
     firmware: str | None = None
 
 
+@parser
 def parse(text: str) -> list[RdmaNetdev]:
     found = []
     for line in text.splitlines():

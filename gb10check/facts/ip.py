@@ -4,7 +4,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from ._text import ParseError, is_prompt
+from ._text import ParseError, is_prompt, parser
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ def _state(value: str | None) -> str:
     return value if value in ("up", "down") else "unknown"
 
 
+@parser
 def parse_text(text: str) -> list[Interface]:
     ifaces: list[Interface] = []
     for line in text.splitlines():
@@ -63,6 +64,7 @@ def parse_text(text: str) -> list[Interface]:
     return ifaces
 
 
+@parser
 def parse_json(text: str) -> list[Interface]:
     try:
         data = json.loads(text)

@@ -2,7 +2,7 @@
 
 import re
 
-from ._text import ParseError, is_prompt, kib_to_gib
+from ._text import ParseError, is_prompt, kib_to_gib, parser
 
 
 def snake(name: str) -> str:
@@ -11,6 +11,7 @@ def snake(name: str) -> str:
     return re.sub(r"_+", "_", name).lower()
 
 
+@parser
 def parse_meminfo(text: str) -> dict[str, float]:
     """{'mem_total_gib': 121.69, 'mem_available_gib': ..., 'huge_pages_total': 0, ...}"""
     facts: dict[str, float] = {}
@@ -32,14 +33,14 @@ FREE_UNITS_KIB = {"-b": 1 / 1024, "--bytes": 1 / 1024, "-k": 1, "--kibi": 1, "-m
 SUFFIX_KIB = {"B": 1 / 1024, "K": 1, "Ki": 1, "M": 1024, "Mi": 1024, "G": 1024**2, "Gi": 1024**2, "T": 1024**3, "Ti": 1024**3}
 
 
-def parse_free(text: str, unit_flag: str | None = None) -> dict[str, float]:
+@parser
+def parse_free(text: str, unit_flag: str | None = None, command: str | None = None) -> dict[str, float]:
     """`free [-b|-k|-m|-g|-h]`; the unit comes from `unit_flag` or a captured command line, else KiB."""
     lines = text.splitlines()
-    for line in lines:
-        if is_prompt(line) and unit_flag is None:
-            unit_flag = next((f for f in re.findall(r"\s(-{1,2}\w+)", line) if f in FREE_UNITS_KIB or f in ("-h", "--human")), None)
+    if unit_flag is None and command:
+        unit_flag = next((f for f in re.findall(r"(?:^|\s)(-{1,2}\w+)", command) if f in FREE_UNITS_KIB or f in ("-h", "--human")), None)
     scale = FREE_UNITS_KIB.get(unit_flag or "-k", 1)
-    header = next((line.split() for line in lines if "total" in line and "used" in line and not is_prompt(line)), None)
+    header = next((line.split() for line in lines if "total" in line and "used" in line), None)
     facts: dict[str, float] = {}
     for line in lines:
         m = re.match(r"^\s*(Mem|Swap):\s+(.*)$", line)

@@ -8,7 +8,7 @@ nccl-tests prints GB/s (10^9 bytes); bandwidth here is Gb/s (x8).
 import re
 from dataclasses import dataclass, field
 
-from ._text import ParseError
+from ._text import ParseError, parser
 
 
 @dataclass
@@ -49,6 +49,7 @@ class NcclTest:
 RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*?)\s*$")
 
 
+@parser
 def parse(text: str) -> NcclTest:
     test = NcclTest(
         collective=(m[1] if (m := re.search(r"Collective test starting:\s*(\S+)", text)) else None),

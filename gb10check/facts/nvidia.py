@@ -7,7 +7,7 @@ expected: it means the loaded kernel module and the installed user-mode library 
 import re
 from dataclasses import dataclass, field
 
-from ._text import ParseError, is_prompt, to_float
+from ._text import ParseError, is_prompt, parser, to_float
 
 MISMATCH = re.compile(r"Failed to initialize NVML: Driver/library version mismatch")
 
@@ -25,6 +25,7 @@ def nvml_mismatch(text: str) -> NvmlMismatch | None:
     return NvmlMismatch(True, m[1] if m else None)
 
 
+@parser
 def parse_nvml_mismatch(text: str) -> NvmlMismatch:
     found = nvml_mismatch(text)
     if not found:
@@ -67,6 +68,7 @@ MEM_LINE = re.compile(r"^\|\s+\S+\s+\S+\s+\S+\s+.*?\|\s+(.+?)\s+\|")
 PROC_LINE = re.compile(r"^\|\s+(\d+)\s+\S+\s+\S+\s+(\d+)\s+(\w+)\s+(.+?)\s+(\d+)MiB\s+\|")
 
 
+@parser
 def parse_smi(text: str) -> NvidiaSmi:
     if (mm := nvml_mismatch(text)):
         raise ParseError("nvidia_smi", f"an nvidia-smi table, but NVML reports a driver/library version mismatch "
@@ -102,7 +104,8 @@ def _key(header: str) -> tuple[str, str | None]:
     return name, None
 
 
-def parse_query(text: str, fields: list[str] | None = None) -> list[dict]:
+@parser
+def parse_query(text: str, fields: list[str] | None = None, command: str | None = None) -> list[dict]:
     """Rows of `nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]`.
 
     With noheader the field names come from `fields`, or from the command line if it was captured.
@@ -112,10 +115,8 @@ def parse_query(text: str, fields: list[str] | None = None) -> list[dict]:
                                              f"(library {mm.library_version})", text)
     lines = [line for line in text.splitlines() if line.strip()]
     header: list[str] | None = None
-    if lines and is_prompt(lines[0]):
-        cmd = lines.pop(0)
-        if (m := re.search(r"--query-gpu[= ](\S+)", cmd)) and "noheader" in cmd:
-            header = m[1].split(",")
+    if command and (m := re.search(r"--query-gpu[= ](\S+)", command)) and "noheader" in command:
+        header = m[1].split(",")
     if header is None and fields:
         header = fields
     if header is None and lines and not re.search(r"\d", lines[0].split(",")[0]) and "NVIDIA" not in lines[0]:
@@ -161,6 +162,7 @@ NVRM = re.compile(
 )
 
 
+@parser
 def parse_proc_version(text: str) -> KernelModule:
     m = NVRM.search(text)
     if not m:

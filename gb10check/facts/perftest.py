@@ -8,7 +8,7 @@ facts too: `error` holds the first failure line.
 import re
 from dataclasses import dataclass, field
 
-from ._text import ParseError
+from ._text import ParseError, parser
 from .rdma import gid_ipv4
 
 MIB_PER_S_TO_GBPS = 1048576 * 8 / 1e9
@@ -73,6 +73,7 @@ def _header(text: str) -> dict[str, str]:
     return fields
 
 
+@parser
 def parse(text: str) -> Perftest:
     h = _header(text)
     gids = re.findall(r"^\s*GID:\s*(\S+)", text, re.M)

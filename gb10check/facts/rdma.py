@@ -8,7 +8,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-from ._text import ParseError, is_prompt
+from ._text import ParseError, is_prompt, parser
 
 
 def gid_type(raw: str) -> str:
@@ -49,6 +49,7 @@ class RdmaLink:
     netdev: str | None
 
 
+@parser
 def parse_rdma_link(text: str) -> list[RdmaLink]:
     links = [
         RdmaLink(m["dev"], int(m["port"]), m["state"].upper(), m["phys"].upper(), m["netdev"])
@@ -79,6 +80,7 @@ class Gid:
     netdev: str | None
 
 
+@parser
 def parse_show_gids(text: str) -> list[Gid]:
     gids = []
     for line in text.splitlines():
@@ -114,6 +116,7 @@ class IbPort:
     gids: list[Gid] = field(default_factory=list)
 
 
+@parser
 def parse_sysfs(text: str) -> list[IbPort]:
     ports: dict[tuple[str, int], IbPort] = {}
     gid_parts: dict[tuple[str, int, int], dict[str, str]] = {}
@@ -185,6 +188,7 @@ class Hca:
     ports: list[HcaPort] = field(default_factory=list)
 
 
+@parser
 def parse_ibv_devinfo(text: str) -> list[Hca]:
     hcas: list[Hca] = []
     port: dict[str, str] | None = None
@@ -250,6 +254,7 @@ class IbstatPort:
     firmware: str | None
 
 
+@parser
 def parse_ibstat(text: str) -> list[IbstatPort]:
     out: list[IbstatPort] = []
     ca = fw = None

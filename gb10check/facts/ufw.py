@@ -7,7 +7,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-from ._text import ParseError
+from ._text import ParseError, parser
 
 RULE = re.compile(
     r"^(?:\[\s*(?P<num>\d+)\]\s+)?(?P<to>.+?)\s+(?P<action>ALLOW|DENY|REJECT|LIMIT)(?:\s+(?P<dir>IN|OUT|FWD))?\s+(?P<from>.+?)"
@@ -96,6 +96,7 @@ class UfwStatus:
         return self.default_incoming == "allow" if self.default_incoming else not self.active
 
 
+@parser
 def parse_status(text: str) -> UfwStatus:
     m = re.search(r"^Status:\s*(active|inactive)", text, re.M)
     if not m:
@@ -157,6 +158,7 @@ class UserRules:
         return False
 
 
+@parser
 def parse_user_rules(text: str) -> UserRules:
     if "*filter" not in text and "### RULES ###" not in text:
         raise ParseError("ufw_user_rules", "an iptables-restore file with '*filter' and '### RULES ###' (/etc/ufw/user.rules)", text)

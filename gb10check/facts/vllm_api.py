@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from ._text import ParseError
+from ._text import ParseError, parser
 
 
 def _json(kind: str, text: str, expected: str):
@@ -29,6 +29,7 @@ class ServedModel:
     owned_by: str | None
 
 
+@parser
 def parse_models(text: str) -> list[ServedModel]:
     body = _json("vllm_models", text, "a /v1/models JSON body")
     if not isinstance(body, dict) or not isinstance(body.get("data"), list):
@@ -84,6 +85,7 @@ def completion_from(body: dict) -> ChatCompletion:
     )
 
 
+@parser
 def parse_chat(text: str) -> ChatCompletion:
     body = _json("vllm_chat", text, "a chat completion JSON body")
     # Test harnesses often wrap the server's body: {"response": {...}, "ok": ...}
@@ -170,6 +172,7 @@ def sse_event(line: str) -> dict | str | None:
     return event
 
 
+@parser
 def parse_sse(text: str) -> Stream:
     events, done = [], False
     for line in text.splitlines():
@@ -194,6 +197,7 @@ class ApiError:
     param: str | None
 
 
+@parser
 def parse_error(text: str) -> ApiError:
     body = _json("vllm_error", text, "an error JSON body")
     if isinstance(body, dict) and isinstance(body.get("error"), dict):

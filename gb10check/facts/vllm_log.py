@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ._text import ParseError, strip_ansi
+from ._text import ParseError, parser, strip_ansi
 
 PREFIX = re.compile(r"^\((?P<proc>[^)]*?)(?:\s+pid=(?P<pid>\d+))?\)\s*")
 STAMP = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<time>\d\d-\d\d \d\d:\d\d:\d\d)")
@@ -79,6 +79,7 @@ def _stamp(t: str) -> datetime:
     return datetime.strptime(f"2000-{t}", "%Y-%m-%d %H:%M:%S")
 
 
+@parser
 def parse(text: str) -> VllmLog:
     log = VllmLog()
     seen: set[str] = set()
