@@ -51,5 +51,7 @@ def test_every_capture_is_asserted(captures):
 
 
 def test_every_capture_of_ours_is_asserted():
-    on_disk = {OURS_PREFIX + str(p.relative_to(OURS)) for p in OURS.rglob("*") if p.is_file() and p.name != "README.md"}
+    # raw/ holds outputs of ours that no parse kind reads yet (nvidia-smi -L/-q, logs): kept, not asserted
+    on_disk = {OURS_PREFIX + str(p.relative_to(OURS)) for p in OURS.rglob("*")
+               if p.is_file() and p.name != "README.md" and p.relative_to(OURS).parts[0] != "raw"}
     assert on_disk - set(EXPECTED) == set(), "captures of ours without asserted facts"
