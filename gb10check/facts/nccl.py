@@ -1,8 +1,22 @@
-"""nccl-tests output (all_reduce_perf, all_gather_perf, ...), old and new column sets.
+"""nccl-tests output (all_reduce_perf, all_gather_perf, ...), old and new column sets, with NCCL_DEBUG lines mixed in.
 
-New columns: size count type redop root time algbw busbw #wrong (x2, out-of-place and in-place).
-Old columns: size count type redop time algbw busbw error (x2).
+The result table's columns come from its own header line (with or without its leading `#`):
+new: size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong  (out-of-place | in-place);
+old: size count type redop      | time algbw busbw error  | time algbw busbw error   (`error` is a float deviation).
+Rank lines come with or without `Group` (`#   Rank  0 Pid ...` before 2.13), with padded host names, one line
+per GPU also for a single process driving several (`-g N`).
+
 nccl-tests prints GB/s (10^9 bytes); bandwidth here is Gb/s (x8).
+- `avg_busbw_gbps` is the `# Avg bus bandwidth` line as printed: the mean over EVERY size of a sweep (both
+  in-place and out-of-place), None where the run was cut before it (`complete` is then False; nothing is computed
+  in its place).
+- `busbw_gbps` is the figure to judge: the bus bandwidth of the LARGEST size (mean of its out-of-place and in-place
+  columns); small sizes of a sweep measure latency, not the link.
+
+NCCL_DEBUG=INFO lines give the transport actually used: `transports` lists what the channel lines
+(`Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0`) name: "NET/IB", "NET/Socket", "P2P", "SHM", ...
+Plug-in start-up lines (`NET/Socket : Using [0]eth0`, `Using network Socket`) are NOT a transport: NCCL 2.28
+prints them in runs whose data never touches the network; `network` keeps the latter for information only.
 """
 
 import re
@@ -17,14 +31,15 @@ class NcclRow:
     count: int
     type: str
     redop: str
-    oop_time_us: float
-    oop_algbw_gbps: float
-    oop_busbw_gbps: float
-    oop_wrong: str
-    ip_time_us: float
-    ip_algbw_gbps: float
-    ip_busbw_gbps: float
-    ip_wrong: str
+    oop_time_us: float | None
+    oop_algbw_gbps: float | None
+    oop_busbw_gbps: float | None
+    oop_wrong: str  # "#wrong" (a count of wrong elements) or the old "error" column (a float deviation), as printed
+    ip_time_us: float | None = None
+    ip_algbw_gbps: float | None = None
+    ip_busbw_gbps: float | None = None
+    ip_wrong: str | None = None
+    root: int | None = None
 
 
 @dataclass
@@ -32,21 +47,106 @@ class NcclRank:
     rank: int
     host: str
     device_name: str
+    pid: int | None = None
+    device: int | None = None  # the CUDA device index on its host
+    bus_id: str | None = None
+    group: int | None = None  # None in the old format, which printed no Group
 
 
 @dataclass
 class NcclTest:
     collective: str | None
-    version: str | None
+    version: str | None  # nccl-tests' version
+    nccl_version: str | None = None  # "2.28.9", from `NCCL version 2.28.9+cuda13.0` or nccl-tests' nccl-library=22809
+    nccl_cuda: str | None = None  # "13.0" from `NCCL version ...+cuda13.0`
     ranks: list[NcclRank] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)  # the rank lines' hosts, in rank order, each once
     rows: list[NcclRow] = field(default_factory=list)
-    avg_busbw_gbps: float | None = None
+    avg_busbw_gbps: float | None = None  # the "# Avg bus bandwidth" line x8 (mean over all sizes); None if not printed
+    busbw_gbps: float | None = None  # THE figure to judge: the largest size's bus bandwidth (mean of oop and ip)
     max_busbw_gbps: float | None = None
     out_of_bounds_ok: bool | None = None
-    errors_found: bool = False  # any #wrong > 0
+    errors_found: bool = False  # any #wrong > 0 (the old float "error" column is a deviation, not a count)
+    complete: bool = False  # the "# Avg bus bandwidth" line was printed: the run was not cut
+    transports: list[str] = field(default_factory=list)  # from channel lines: "NET/IB", "NET/Socket", "P2P", "SHM"
+    net_gdr: bool | None = None  # NET channel lines with /GDRDMA (GPU Direct RDMA); None without NET channels
+    network: str | None = None  # "Using network IB|Socket|...": the plug-in NCCL loaded, not what carried the data
+    net_ib_devices: list[str] | None = None  # "NET/IB : Using [0]mlx5_0:1/RoCE ..." -> ["mlx5_0:1/RoCE"]; [] = No device
+    gdr_disabled_hcas: list[str] = field(default_factory=list)  # "GPU Direct RDMA Disabled for HCA 0 'rocep1s0f1'"
+    warnings: list[str] = field(default_factory=list)  # NCCL WARN messages, as printed after "NCCL WARN"
+    error: str | None = None  # the first "Test NCCL failure ..." / "Test CUDA failure ..." line
 
 
-RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*?)\s*$")
+RANK = re.compile(r"^#?\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
+                  r"device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*?)\s*$")
+NCCL_LINE = re.compile(r"\bNCCL (?P<level>INFO|WARN|ABORT)\b\s*(?P<msg>.*?)\s*$")
+NCCL_VERSION = re.compile(r"\bNCCL version\s+(?P<v>\d+\.\d+\.\d+)(?:\S*?\+cuda(?P<cuda>[\d.]+))?")
+CHANNEL = re.compile(r"\b(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:\s*\d+(?:\[[^\]]*\])?\s*->\s*\d+(?:\[[^\]]*\])?\s*"
+                     r"(?:\[(?:send|receive)\]\s*)?via\s+(?P<via>\S.*?)\s*$")
+FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b.*$|\bNCCL failure\b.*$")
+AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(?P<v>[\d.]+(?:e[-+]?\d+)?)")
+OOB = re.compile(r"^#?\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<word>\w+)")
+TYPES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float16", "float", "float32", "double", "float64",
+         "bfloat16", "fp8_e4m3", "fp8_e5m2", "f8e4m3", "f8e5m2", "char", "int", "bf16"}
+REDOPS = {"sum", "prod", "max", "min", "avg", "none", "mulsum", "premulsum"}
+
+
+def _transport(via: str) -> tuple[str, bool]:
+    """("NET/IB", gdr) from "NET/IB/0/GDRDMA"; ("P2P", False) from "P2P/direct pointer"; "SHM" from old wording."""
+    if (m := re.match(r"NET/(?P<net>[^/]+?)(?=/|\s+comm\b|\s*$)", via)):
+        return f"NET/{m['net']}", "GDRDMA" in via
+    if via.startswith("direct shared memory"):
+        return "SHM", False
+    m = re.match(r"[A-Za-z0-9_]+", via)
+    return (m[0] if m else via.split()[0]), False
+
+
+def _number(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:  # "N/A" where a column does not apply
+        return None
+
+
+def _gbps(value: str) -> float | None:
+    number = _number(value)
+    return None if number is None else round(number * 8, 3)
+
+
+def _version_from_code(code: str) -> str | None:
+    """NCCL_VERSION_CODE: 22809 -> 2.28.9 (2.9 on: X*10000+Y*100+Z); 2708 -> 2.7.8 (before: X*1000+Y*100+Z)."""
+    n = int(code)
+    if n >= 20900:
+        return f"{n // 10000}.{n // 100 % 100}.{n % 100}"
+    if 2000 <= n < 10000:
+        return f"{n // 1000}.{n // 100 % 10}.{n % 100}"
+    return None
+
+
+def _row(tokens: list[str], prefix: list[str]) -> NcclRow | None:
+    n = len(prefix)
+    if len(tokens) not in (n + 4, n + 8) or not (tokens[0].isdigit() and tokens[1].isdigit()):
+        return None
+    named = dict(zip(prefix, tokens))
+    oop, ip = tokens[n:n + 4], tokens[n + 4:n + 8] or [None] * 4
+    if _number(oop[0]) is None and _number(oop[2]) is None:
+        return None
+    root = named.get("root")
+    return NcclRow(int(tokens[0]), int(tokens[1]), named.get("type", "?"), named.get("redop", "none"),
+                   _number(oop[0]), _gbps(oop[1]), _gbps(oop[2]), oop[3],
+                   _number(ip[0]) if ip[0] else None, _gbps(ip[1]) if ip[1] else None, _gbps(ip[2]) if ip[2] else None,
+                   ip[3], int(root) if root and re.fullmatch(r"-?\d+", root) else None)
+
+
+def _headerless_prefix(tokens: list[str]) -> list[str] | None:
+    """Rows whose column header was cut off (tail -n): known only by their type and redop words."""
+    if len(tokens) < 8 or tokens[2] not in TYPES or tokens[3] not in REDOPS:
+        return None
+    if len(tokens) in (13, 9) and re.fullmatch(r"-?\d+", tokens[4]):
+        return ["size", "count", "type", "redop", "root"]
+    if len(tokens) in (12, 8):
+        return ["size", "count", "type", "redop"]
+    return None
 
 
 @parser
@@ -55,34 +155,76 @@ def parse(text: str) -> NcclTest:
         collective=(m[1] if (m := re.search(r"Collective test starting:\s*(\S+)", text)) else None),
         version=(m[1] if (m := re.search(r"nccl-tests version\s+(\S+)", text)) else None),
     )
-    has_root = None
+    if (m := re.search(r"nccl-library=(\d+)", text)):
+        test.nccl_version = _version_from_code(m[1])
+    prefix: list[str] | None = None
+    evidence = False  # anything nccl-tests or NCCL prints
+    transports: dict[str, None] = {}
+    gdr: list[bool] = []
     for line in text.splitlines():
         s = line.strip()
+        bare = s.lstrip("#").strip()
         if (m := RANK.match(s)):
-            test.ranks.append(NcclRank(int(m[1]), m[2], m[3]))
-        elif s.startswith("#") and "size" in s and "count" in s:
-            has_root = " root " in f" {s} "
-        elif (m := re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", s)):
-            test.avg_busbw_gbps = round(float(m[1]) * 8, 3)
-        elif (m := re.search(r"Out of bounds values\s*:\s*(\d+)\s*(\w+)", s)):
-            test.out_of_bounds_ok = m[2] == "OK"
-        elif has_root is not None and re.match(r"^\d", s):
-            t = s.split()
-            if has_root:
-                t = t[:4] + t[5:]  # drop root
-            if len(t) < 12:
-                continue
-            try:
-                row = NcclRow(int(t[0]), int(t[1]), t[2], t[3], float(t[4]), float(t[5]) * 8, float(t[6]) * 8, t[7],
-                              float(t[8]), float(t[9]) * 8, float(t[10]) * 8, t[11])
-            except ValueError:
-                continue
-            test.rows.append(row)
-    if not test.rows and test.avg_busbw_gbps is None:
-        raise ParseError("nccl_tests", "an nccl-tests result table with a '# size count type ...' header", text)
+            test.ranks.append(NcclRank(int(m["rank"]), m["host"], m["name"], int(m["pid"]), int(m["dev"]), m["bus"],
+                                       int(m["group"]) if m["group"] else None))
+            continue
+        tokens = bare.split()
+        if "size" in tokens and "count" in tokens and "time" in tokens and "busbw" in tokens:
+            prefix = tokens[:tokens.index("time")]
+            evidence = True
+            continue
+        if (m := AVG.match(s)):
+            test.avg_busbw_gbps = round(float(m["v"]) * 8, 3)
+            test.complete = True
+            continue
+        if (m := OOB.match(s)):
+            test.out_of_bounds_ok = m["word"] == "OK" and m["n"] == "0"
+            evidence = True
+            continue
+        if (m := NCCL_VERSION.search(s)):
+            test.nccl_version, test.nccl_cuda = m["v"], m["cuda"]
+            evidence = True
+        if (m := FAILURE.search(s)) and test.error is None:
+            test.error = m[0].strip()
+            evidence = True
+        if (m := NCCL_LINE.search(s)):
+            evidence = True
+            msg = m["msg"]
+            if m["level"] != "INFO":
+                test.warnings.append(msg)
+            elif (c := CHANNEL.search(msg)):
+                name, with_gdr = _transport(c["via"])
+                transports.setdefault(name)
+                if name.startswith("NET/"):
+                    gdr.append(with_gdr)
+            elif (u := re.match(r"Using network\s+(\S.*)$", msg)):
+                test.network = u[1]
+            elif re.match(r"NET/IB\w*\s*:\s*No device found", msg):
+                test.net_ib_devices = []
+            elif re.match(r"NET/IB\w*\s*:\s*Using\b", msg):
+                test.net_ib_devices = re.findall(r"\[\d+\](\S+?:\d+/\w+)", msg)
+            elif (g := re.search(r"GPU Direct RDMA Disabled for HCA \d+ '([^']+)'", msg)):
+                test.gdr_disabled_hcas.append(g[1])
+            continue
+        if tokens and tokens[0].isdigit():
+            row_prefix = prefix if prefix is not None else _headerless_prefix(tokens)
+            if row_prefix and (row := _row(tokens, row_prefix)):
+                test.rows.append(row)
+        elif s.startswith("#") and re.match(r"(?:nThread|Using devices|nccl-tests version|Collective test)", bare):
+            evidence = True
+    test.transports = list(transports)
+    test.net_gdr = any(gdr) if gdr else None
+    test.hosts = list(dict.fromkeys(r.host for r in sorted(test.ranks, key=lambda r: r.rank)))
+    if not (test.rows or test.ranks or evidence or test.complete):
+        raise ParseError("nccl_tests", "nccl-tests output (a '# size count type ...' result table) or NCCL_DEBUG lines", text)
     if test.rows:
-        test.max_busbw_gbps = round(max(max(r.oop_busbw_gbps, r.ip_busbw_gbps) for r in test.rows), 3)
-        # "#wrong" counts wrong elements; the old "error" column is a float tolerance, e.g. 5e-07.
-        test.errors_found = any(r.oop_wrong.isdigit() and int(r.oop_wrong) > 0 or r.ip_wrong.isdigit() and int(r.ip_wrong) > 0
-                                for r in test.rows)
+        def bus(r: NcclRow) -> list[float]:
+            return [b for b in (r.oop_busbw_gbps, r.ip_busbw_gbps) if b is not None]
+
+        largest = max(r.size_bytes for r in test.rows)
+        judged = [b for r in test.rows if r.size_bytes == largest for b in bus(r)]
+        test.busbw_gbps = round(sum(judged) / len(judged), 3) if judged else None
+        test.max_busbw_gbps = max((b for r in test.rows for b in bus(r)), default=None)
+        # "#wrong" counts wrong elements; the old "error" column is a float deviation, e.g. 5e-07.
+        test.errors_found = any(w is not None and w.isdigit() and int(w) > 0 for r in test.rows for w in (r.oop_wrong, r.ip_wrong))
     return test

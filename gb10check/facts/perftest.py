@@ -1,8 +1,24 @@
-"""perftest output: ib_write_bw, ib_read_bw, ib_send_bw (bandwidth) and ib_*_lat (latency).
+"""perftest output: ib_write_bw, ib_read_bw, ib_send_bw (bandwidth) and ib_*_lat (latency), client or server side.
 
-Bandwidth is normalised to Gb/s. perftest's MB/sec is 2^20 bytes per second.
-Failures ("Couldn't connect to HOST:PORT", "Unable to init the socket connection", ...) are
-facts too: `error` holds the first failure line.
+What varies in real outputs, and how it is read:
+- header lines hold one or two `key : value` fields, apart by tabs or spaces (`Dual-port : OFF\t\tDevice : mlx5_0`);
+- each `local address:` / `remote address:` line may be followed by its own `GID:` line (one per QP, so a
+  bidirectional or multi-QP run prints many); rdma_cm runs print none. A GID belongs to the address line it follows;
+- the result table's column header says the unit (`BW average[Gb/sec]` or `[MB/sec]`, perftest's MB being 2^20
+  bytes); when the header was cut, the command line says it (`--report_gbits`, else perftest's MB/sec). Rows of an
+  unknown unit are not read;
+- warning lines (`WARNING: ...`, `Conflicting CPU frequency values detected ...`) may stand between the rows;
+- `-a` sweeps print one row per message size; infinite (`--run_infinitely`) runs repeat rows of one size.
+
+The figure to judge is `bw_average_gbps`: the mean BW average of the rows of the LARGEST message size (in a
+sweep, the small sizes measure message rate, not the link; in an infinite run every row has that size).
+`bw_peak_gbps` is the highest peak of those rows, None where perftest did not measure it (prints 0.00 with -D and
+infinite runs). Bandwidth is in Gb/s.
+
+Failures are facts too: `errors` holds every failure line as printed, `error` the most telling one: the first
+failure line, with its cause where perftest prints one on the next line (`Completion with error at client:
+Failed status 4: wr_id 0 syndrom 0x51`). A run that printed a banner or header but no result rows has `error` set
+too: it never passes as a measurement.
 """
 
 import re
@@ -13,34 +29,59 @@ from .rdma import gid_ipv4
 
 MIB_PER_S_TO_GBPS = 1048576 * 8 / 1e9
 
-ERRORS = re.compile(
-    r"(Couldn't connect to \S+|Unable to init the socket connection|Unable to open file descriptor[^\n]*"
-    r"|Failed to [^\n]+|Couldn't [^\n]+|Unable to [^\n]+|ERROR[^\n]*|Conflicting CPU frequency[^\n]*)"
+# Failure lines perftest prints (perftest_resources.c, perftest_communication.c, the *_bw/_lat mains).
+FAILURE = re.compile(
+    r"^(?:Couldn't|Could not|Unable to|Failed to|Failed status|Failure in|Completion with error"
+    r"|Port number \d+ state is (?!Active)|No IB devices found|IB device \S+ not found|Requested mtu is higher"
+    r"|Mismatch in|Problems with|Error:|ERROR:|\w+ failed\b)"
 )
-HEADER_FIELD = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z .*#_-]*?)\s*:\s*(?P<value>\S.*?)\s*$")
+CAUSE = re.compile(r"^Failed status \d+")  # the line after "Completion with error ..." that says why
+WARNING = re.compile(r"^(?:WARNING:\s*(?P<msg>.*)|(?P<line>Conflicting CPU frequency values detected.*|Warning:.*))$")
+BANNER = re.compile(r"^\*\s*Waiting for client\b.*\*$")  # "to connect...", "rdma_cm QP to connect"
+TEST = re.compile(r"^(?P<test>\S.*(?:BW|Latency|Lat) Test)$")
+DASHES = re.compile(r"^-{20,}$")
+KEY = r"[A-Za-z][\w .*#/()-]*?"
+HEADER_FIELD = re.compile(rf"^(?P<key>{KEY})\s*:\s*(?P<value>\S.*?)$")
+HEADER_SPLIT = re.compile(rf"(?:\t+ *| {{2,}})(?={KEY}\s*:(?:\s|$))")  # two fields on one line, tabs or spaces apart
+ADDRESS = re.compile(r"^(?P<side>local|remote) address\s*:\s*(?P<rest>.*)$")
+GID_LINE = re.compile(r"^M?GID\s*:\s*(?P<gid>\S+)$")
+# Column header tokens: "#bytes", "BW peak[Gb/sec]", "MsgRate Port1[Mpps]", "99.9% percentile[usec]", "tps average".
+COLUMN = re.compile(r"#\w+|[\d.]+% percentile\[[^\]]*\]|[A-Za-z_]+(?: [A-Za-z0-9_]+)?\[[^\]]*\]|tps average|\S+")
+NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:e[-+]?\d+)?$", re.I)
 
 
 @dataclass
 class BwRow:
     bytes: int
-    iterations: int
-    bw_peak_gbps: float
+    iterations: int | None
+    bw_peak_gbps: float | None
     bw_average_gbps: float
-    msg_rate_mpps: float
+    msg_rate_mpps: float | None
     cpu_util_pct: float | None = None
 
 
 @dataclass
 class LatRow:
     bytes: int
-    iterations: int
-    t_min_us: float
-    t_max_us: float
-    t_typical_us: float
+    iterations: int | None
+    t_min_us: float | None
+    t_max_us: float | None
+    t_typical_us: float | None
     t_avg_us: float | None
     t_stdev_us: float | None
     p99_us: float | None
     p99_9_us: float | None
+    tps: float | None = None  # duration-mode latency runs (`tps average`)
+
+
+@dataclass
+class QpAddress:
+    side: str  # "local" or "remote"
+    lid: str | None
+    qpn: str | None
+    psn: str | None
+    gid: str | None = None  # as printed (16 decimal bytes); None for rdma_cm runs
+    ipv4: str | None = None  # the IPv4 address of an IPv4-mapped (RoCE v2) GID
 
 
 @dataclass
@@ -51,72 +92,168 @@ class Perftest:
     link_type: str | None
     gid_index: int | None
     mtu_bytes: int | None
-    connection: str | None  # "Ethernet" or "rdma_cm"
-    local_ipv4: str | None
-    remote_ipv4: str | None
-    warnings: list[str] = field(default_factory=list)
+    connection: str | None  # "Data ex. method": "Ethernet" or "rdma_cm"
+    local_ipv4: str | None  # from the GID after the first local address line
+    remote_ipv4: str | None  # from the GID after the first remote address line
+    connection_type: str | None = None  # RC, UC, UD, XRC, DC
+    bidirectional: bool = False  # "... Bidirectional BW Test": the figure is both directions together
+    addresses: list[QpAddress] = field(default_factory=list)
+    unit: str | None = None  # the bandwidth unit perftest printed: "Gb/sec" or "MB/sec"
+    warnings: list[str] = field(default_factory=list)  # one per kind, the first of each
     bw_rows: list[BwRow] = field(default_factory=list)
     lat_rows: list[LatRow] = field(default_factory=list)
-    bw_average_gbps: float | None = None  # mean over the result rows
-    bw_peak_gbps: float | None = None
+    bw_bytes: int | None = None  # the message size whose rows give the judged figure (the largest)
+    bw_average_gbps: float | None = None  # THE figure to judge: mean BW average of the largest size's rows
+    bw_peak_gbps: float | None = None  # highest peak of those rows; None where perftest did not measure peaks
+    complete: bool = False  # the result table was closed by its dashes line (infinite runs never are)
+    waiting: bool = False  # the server's "Waiting for client to connect" banner was printed
     error: str | None = None
+    errors: list[str] = field(default_factory=list)
 
 
-def _header(text: str) -> dict[str, str]:
+def _header(lines: list[str]) -> dict[str, str]:
     fields: dict[str, str] = {}
-    for line in text.splitlines():
-        # Two "key : value" pairs can share a line: " Dual-port : OFF    Device : rocep1s0f0"
-        for chunk in re.split(r"\s{3,}(?=[A-Za-z][A-Za-z .*#_-]*\s*:)", line.strip()):
-            m = HEADER_FIELD.match(chunk)
-            if m:
-                fields.setdefault(m["key"].strip(), m["value"])
+    for line in lines:
+        if ADDRESS.match(line) or GID_LINE.match(line) or WARNING.match(line):
+            continue
+        for chunk in HEADER_SPLIT.split(line):
+            if (m := HEADER_FIELD.match(chunk.strip())):
+                fields.setdefault(re.sub(r"\s+", " ", m["key"].strip()), m["value"])
     return fields
 
 
+def _int(value: str | None) -> int | None:
+    return int(m[1]) if value and (m := re.match(r"(\d+)", value)) else None
+
+
+def _address(side: str, rest: str) -> QpAddress:
+    def part(name: str) -> str | None:
+        m = re.search(rf"\b{name}[\s:]+([^\s,]+)", rest)
+        return m[1] if m else None
+
+    gid = part("GID")
+    return QpAddress(side, part("LID"), part("QPN"), part("PSN"), gid, gid_ipv4(gid) if gid else None)
+
+
+def _columns(header: str) -> list[str]:
+    """Column names, lower case, unit dropped: ['#bytes', '#iterations', 'bw peak', ...]."""
+    return [re.sub(r"\[[^\]]*\]$", "", c).strip().lower() for c in COLUMN.findall(header)]
+
+
+def _unit_of(header: str) -> str | None:
+    m = re.search(r"BW average\[([^\]]*)\]", header)
+    return m[1] if m else None
+
+
+def _default_columns(command: str | None) -> tuple[str | None, list[str], str | None]:
+    """Rows after a cut-off column header: only a bandwidth test's command line says what its columns are."""
+    if not command or not re.search(r"\bib_\w+_bw\b", command):
+        return None, [], None
+    unit = "Gb/sec" if re.search(r"--report[_-]gbits\b", command) else "MB/sec"
+    cols = ["#bytes", "#iterations", "bw peak", "bw average", "msgrate"]
+    return "bw", cols + (["cpu_util"] if "--cpu_util" in command else []), unit
+
+
+def _scale(unit: str) -> float | None:
+    return {"gb/sec": 1.0, "mb/sec": MIB_PER_S_TO_GBPS}.get(unit.strip().lower())
+
+
 @parser
-def parse(text: str) -> Perftest:
-    h = _header(text)
-    gids = re.findall(r"^\s*GID:\s*(\S+)", text, re.M)
+def parse(text: str, command: str | None = None) -> Perftest:
+    lines = [line.strip() for line in text.splitlines()]
+    h = _header(lines)
+    test = next((m["test"] for line in lines if (m := TEST.match(line))), None)
     result = Perftest(
-        test=(m[1].strip() if (m := re.search(r"^\s*(\S.*(?:BW|Latency) Test)\s*$", text, re.M)) else None),
+        test=test,
         device=h.get("Device"),
-        qps=int(h["Number of qps"]) if h.get("Number of qps", "").isdigit() else None,
+        qps=_int(h.get("Number of qps")),
         link_type=h.get("Link type"),
-        gid_index=int(h["GID index"]) if h.get("GID index", "").isdigit() else None,
-        mtu_bytes=int(m[1]) if (m := re.match(r"(\d+)", h.get("Mtu", ""))) else None,
+        gid_index=_int(h.get("GID index")),
+        mtu_bytes=_int(h.get("Mtu")),
         connection=h.get("Data ex. method"),
-        local_ipv4=gid_ipv4(gids[0]) if gids else None,
-        remote_ipv4=gid_ipv4(gids[1]) if len(gids) > 1 else None,
-        warnings=[w.strip() for w in re.findall(r"^\s*WARNING:\s*(.*)$", text, re.M)],
+        local_ipv4=None,
+        remote_ipv4=None,
+        connection_type=h.get("Connection type"),
+        bidirectional=bool(test and "Bidirectional" in test),
     )
-    columns = None
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("#bytes"):
-            columns = s
+    kind, columns, unit = _default_columns(command)
+    seen_warnings: set[str] = set()
+    in_table = False
+    for line in lines:
+        if (m := ADDRESS.match(line)):
+            result.addresses.append(_address(m["side"], m["rest"]))
             continue
-        if columns is None or not re.match(r"^\d", s):
+        if (m := GID_LINE.match(line)):
+            if result.addresses and result.addresses[-1].gid is None:
+                last = result.addresses[-1]
+                last.gid, last.ipv4 = m["gid"], gid_ipv4(m["gid"])
             continue
-        values = s.split()
-        try:
-            nums = [float(v) for v in values]
-        except ValueError:
+        if (m := WARNING.match(line)):
+            message = (m["msg"] or m["line"]).strip()
+            if (key := re.sub(r"[\d.]+", "N", message)) not in seen_warnings:
+                seen_warnings.add(key)
+                result.warnings.append(message)
             continue
-        if "BW" in columns and len(nums) >= 5:
-            scale = 1.0 if "Gb/sec" in columns else MIB_PER_S_TO_GBPS
-            result.bw_rows.append(BwRow(int(nums[0]), int(nums[1]), round(nums[2] * scale, 3), round(nums[3] * scale, 3),
-                                        nums[4], nums[5] if len(nums) > 5 and "CPU_Util" in columns else None))
-        elif "t_min" in columns and len(nums) >= 5:
-            pad = nums + [None] * (9 - len(nums))
-            result.lat_rows.append(LatRow(int(nums[0]), int(nums[1]), *pad[2:9]))
+        if BANNER.match(line):
+            result.waiting = True
+            continue
+        if FAILURE.match(line):
+            result.errors.append(line)
+            continue
+        if line.startswith("#bytes"):
+            columns = _columns(line)
+            if "bw average" in columns:
+                kind, unit = "bw", _unit_of(line)
+            elif "t_min" in columns or "t_avg" in columns or "t_typical" in columns:
+                kind, unit = "lat", "usec"
+            else:
+                kind = None
+            in_table = True
+            continue
+        if DASHES.match(line):
+            if in_table and (result.bw_rows or result.lat_rows):
+                result.complete = True
+            continue
+        tokens = line.split()
+        if kind is None or not tokens or not all(NUMBER.match(t) for t in tokens) or not tokens[0].isdigit():
+            continue
+        row = dict(zip(columns, (float(t) for t in tokens)))
+        if "#bytes" not in row:
+            continue
+        result.complete = False  # a row after a dashes line: the table goes on
+        iterations = int(row["#iterations"]) if "#iterations" in row else None
+        if kind == "bw" and "bw average" in row and unit and (scale := _scale(unit)) is not None:
+            result.unit = unit
+
+            def gbps(name: str) -> float | None:
+                if name not in row:
+                    return None
+                return row[name] if scale == 1.0 else round(row[name] * scale, 4)
+
+            result.bw_rows.append(BwRow(int(row["#bytes"]), iterations, gbps("bw peak"), gbps("bw average"),
+                                        row.get("msgrate"), row.get("cpu_util")))
+        elif kind == "lat":
+            result.lat_rows.append(LatRow(int(row["#bytes"]), iterations, row.get("t_min"), row.get("t_max"),
+                                          row.get("t_typical"), row.get("t_avg"), row.get("t_stdev"),
+                                          row.get("99% percentile"), row.get("99.9% percentile"), row.get("tps average")))
+    local = next((a for a in result.addresses if a.side == "local"), None)
+    remote = next((a for a in result.addresses if a.side == "remote"), None)
+    result.local_ipv4 = local.ipv4 if local else None
+    result.remote_ipv4 = remote.ipv4 if remote else None
     if result.bw_rows:
-        result.bw_average_gbps = round(sum(r.bw_average_gbps for r in result.bw_rows) / len(result.bw_rows), 3)
-        result.bw_peak_gbps = max(r.bw_peak_gbps for r in result.bw_rows)
-    err = ERRORS.search(text)
-    if err and not result.bw_rows and not result.lat_rows:
-        result.error = err[1].strip()
-    if not (result.bw_rows or result.lat_rows or result.error):
-        if result.test:
+        result.bw_bytes = max(r.bytes for r in result.bw_rows)
+        judged = [r for r in result.bw_rows if r.bytes == result.bw_bytes]
+        result.bw_average_gbps = round(sum(r.bw_average_gbps for r in judged) / len(judged), 3)
+        peaks = [r.bw_peak_gbps for r in judged if r.bw_peak_gbps]  # 0.00: not measured (-D, infinite runs)
+        result.bw_peak_gbps = max(peaks) if peaks else None
+    if result.errors:
+        first = result.errors[0]
+        cause = next((e for e in result.errors[1:] if CAUSE.match(e)), None)
+        result.error = f"{first}: {cause}" if first.startswith("Completion with error") and cause else first
+    elif not (result.bw_rows or result.lat_rows):
+        if result.waiting and not (result.test or result.addresses):
+            result.error = "no result rows: only the server's 'Waiting for client to connect' banner (no client came)"
+        elif result.test or result.addresses or result.waiting or in_table or h.get("Device"):
             result.error = "no result rows (the run was cut short or the peer never connected)"
         else:
             raise ParseError("perftest", "perftest output with a '#bytes' result table, or a perftest error line", text)

@@ -37,6 +37,8 @@ def test_ib_write_bw(link_pair, cluster, measurements):
         result = perftest.parse(out.stdout + out.stderr)
     except perftest.ParseError as exc:
         report([Finding(Code.RDMA_RUN, where, str(exc), "ib_write_bw results", peer=lp.b.name)])
+    # bw_average_gbps is the figure to judge: the mean BW average of the largest message size's rows (one size here,
+    # -D runs print one row); a run with failure lines has `error` set even when it printed rows before failing.
     if result.error or result.bw_average_gbps is None:
         report([Finding(Code.RDMA_RUN, where, result.error or "no bandwidth figure", "ib_write_bw results", peer=lp.b.name)])
     measurements("ib_write_bw", where, result.bw_average_gbps, "Gb/s")

@@ -1,0 +1,38 @@
+"""NCCL across the nodes: the transport the data took (from NCCL's channel lines) and the bus bandwidth."""
+
+from ..cluster import Expect
+from ..facts.nccl import NcclTest
+from ..remedies import Code
+from ..verdict import Finding
+
+
+def judge_nccl(facts: NcclTest, expect: Expect, where: str, hca: str = "") -> list[Finding]:
+    """Findings for one nccl-tests run.
+
+    The transport is judged from the channel lines (`... via NET/IB/0`, `via NET/Socket/0`), never from plug-in
+    start-up lines: NCCL prints `NET/Socket : Using [0]eth0` and `Using network Socket` also in runs whose data
+    goes over IB or never leaves the node. The bandwidth judged is the largest message size's bus bandwidth.
+    """
+    findings: list[Finding] = []
+    if facts.error:
+        findings.append(Finding(Code.NCCL_RUN, where, facts.error, "an nccl-tests run that completes"))
+    elif not facts.complete:
+        got = f"{len(facts.rows)} result row(s)" if facts.rows else "no result rows"
+        findings.append(Finding(Code.NCCL_RUN, where, f"the run was cut: {got} and no '# Avg bus bandwidth' line",
+                                "an nccl-tests run that completes"))
+    nets = [t for t in facts.transports if t.startswith("NET/")]
+    if "NET/Socket" in nets:
+        findings.append(Finding(Code.NCCL_SOCKET, where, f"channel lines via {', '.join(nets)} (socket fallback)",
+                                "channel lines via NET/IB over RoCE", hca=hca))
+    elif len(facts.hosts) > 1 and not facts.transports:
+        findings.append(Finding(Code.NCCL_SOCKET, where, "no NCCL channel lines: the transport across the nodes is unknown "
+                                "(NCCL_DEBUG=INFO not in effect?)", "channel lines via NET/IB over RoCE", warning=True, hca=hca))
+    if facts.error or not facts.complete:
+        return findings
+    busbw = facts.busbw_gbps if facts.busbw_gbps is not None else facts.avg_busbw_gbps
+    if busbw is None or busbw < expect.min_nccl_busbw_gbps:
+        size = max((r.size_bytes for r in facts.rows), default=0)
+        seen = (f"bus bandwidth {busbw:.1f} Gb/s ({busbw / 8:.2f} GB/s) at {size} bytes" if busbw is not None
+                else "no bus bandwidth figure")
+        findings.append(Finding(Code.NCCL_BANDWIDTH, where, seen, f">= {expect.min_nccl_busbw_gbps:g} Gb/s"))
+    return findings
