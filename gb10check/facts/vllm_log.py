@@ -1,47 +1,132 @@
-"""vLLM server logs: startup milestones in order, and the errors the field report met.
+"""vLLM server logs: startup milestones in order, the version, and the errors that stop a start.
 
-Lines carry ANSI colour and process prefixes ("(APIServer pid=1)", "(EngineCore_DP0 pid=9)",
-"(Worker_TP1 pid=7)"); both are stripped before matching.
+What varies across releases and captures, and is read here:
+  - the stamp: `INFO 10-27 16:21:47 llm_engine.py:174]` (0.4-0.6), `INFO 06-08 04:36:12 [api_server.py:123]`
+    (0.7+), uvicorn's `INFO:     Application startup complete.`, flashinfer's `2026-06-07 19:51:28,616 - INFO - `;
+  - process prefixes: `(APIServer pid=1)`, `(EngineCore_DP0 pid=947639)`, `(VllmWorker TP1 pid=7)`,
+    `(Worker_TP0 pid=9)`, Ray's `(RayWorkerWrapper pid=5, ip=10.0.0.2)` and `[repeated 3x across cluster]`;
+    launcher prefixes: `docker compose logs` (`vllm-1  | `), `docker logs -t` (RFC 3339 stamp), `kubectl logs --prefix`;
+  - lines hard-wrapped at a fixed column by a terminal or a paste: a wrapped continuation is joined back to
+    its line (milestones are found across the break, and `lines` counts log lines, not fragments);
+  - phrasings: `Model loading took X GiB memory and N seconds` / `X GiB and N seconds` / `Loading model weights
+    took X GB` (0.4-0.6, the number is GiB), `GPU KV cache size: 147,152 tokens` / `# GPU blocks: N` (V0).
+Errors are named with a hint. `errors` are what stops or kills the engine; request-time errors (a prompt
+too long, a bad request) leave the server serving and are kept apart in `request_errors`.
 """
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from ._text import ParseError, parser, strip_ansi
 
-PREFIX = re.compile(r"^\((?P<proc>[^)]*?)(?:\s+pid=(?P<pid>\d+))?\)\s*")
-STAMP = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<time>\d\d-\d\d \d\d:\d\d:\d\d)")
+# Process prefixes vLLM (and Ray) put before every line. Only parenthesised text with a pid counts.
+PREFIX = re.compile(r"^\((?P<proc>[\w.:/-]+(?: [\w.:/-]+)*?)?\s*pid=(?P<pid>\d+)(?:,\s*ip=[\w.:-]+)?\)\s?")
+RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# Launcher prefixes, stripped only when most lines carry one.
+COMPOSE_LOGS = re.compile(r"^(?P<svc>[A-Za-z0-9][\w.-]*)\s*\| ?")
+DOCKER_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
+KUBECTL = re.compile(r"^\[pod/[^\]\s]+\] ")
+
+LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
+# vLLM's own stamp, with or without brackets around file:line (0.5.x has none) and with an optional year.
+STAMP = re.compile(r"^(?P<level>" + LEVELS + r")\s+(?P<time>(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?\s+"
+                   r"\[?[\w./<>-]+\.py:\d+\]")
+UVICORN = re.compile(r"^(?P<level>" + LEVELS + r"):\s")
+OTHER_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]?\d*\s+-?\s*(?P<level>" + LEVELS + r")\b"  # flashinfer, ray
+                         r"|^\[rank\d+\]:[WEIF]\d{4} ")  # torch's glog-style lines
+# A line that starts a log record (so it is never a wrapped continuation).
+RECORD_START = re.compile(r"^(?:\(|\[|" + LEVELS + r"|Traceback |\s*File \"|\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt)\b|"
+                          r"\d{4}-\d\d-\d\d|Loading |Capturing |Process |During handling|The above exception|\*\*|NCCL |"
+                          r"[\w.-]+:\d+:\d+ \[\d+\] NCCL)")
 
 # name, pattern; the order is the order a healthy start goes through.
 MILESTONES = [
-    ("headless", re.compile(r"Launching .*headless|'headless': True", re.I)),
+    ("headless", re.compile(r"Launching .*headless|'headless': True|\bheadless=True", re.I)),
     ("distributed_init", re.compile(r"world_size=(?P<world_size>\d+) rank=(?P<rank>\d+).*backend=(?P<backend>\w+)")),
     ("tp_rank", re.compile(r"rank (?P<rank>\d+) in world size (?P<world_size>\d+) is assigned as .*?TP rank (?P<tp_rank>\d+)")),
-    ("loading", re.compile(r"Starting to load model|Loading weights took (?P<seconds>[\d.]+) seconds|Loading safetensors checkpoint shards")),
-    ("model_loaded", re.compile(r"Model loading took (?P<gib>[\d.]+) ?GiB(?: memory)? and (?P<seconds>[\d.]+) seconds")),
-    ("kv_cache", re.compile(r"(?:GPU |CPU )?KV cache size: (?P<tokens>[\d,]+) tokens")),
+    ("loading", re.compile(r"Starting to load model|Loading weights took (?P<seconds>[\d.]+) ?s|Loading safetensors checkpoint shards")),
+    ("model_loaded", re.compile(r"(?:Model loading|Loading model weights) took (?P<gib>[\d.]+) ?Gi?B(?: memory)?"
+                                r"(?:,? and (?P<seconds>[\d.]+) ?s(?:ec(?:ond)?s?)?\b)?")),
+    ("kv_cache", re.compile(r"(?:GPU |CPU )?KV cache size: (?P<tokens>[\d,]+) tokens|# (?:GPU|cuda) blocks: (?P<gpu_blocks>\d+)", re.I)),
     ("graph_capture", re.compile(r"Graph capturing finished in (?P<seconds>[\d.]+) secs?(?:, took (?P<gib>[\d.]+) GiB)?")),
-    ("api_server", re.compile(r"Starting vLLM (?:API )?server on (?P<url>\S+)")),
+    ("api_server", re.compile(r"Starting vLLM (?:API )?server(?: \d+)? on (?P<url>\S+)|Uvicorn running on (?P<uvicorn_url>\S+)")),
     ("startup_complete", re.compile(r"Application startup complete")),
 ]
 
+GENERIC = ("engine_core_failed", "worker_died")  # say that the engine died; the cause is another error
+
+# name, pattern, hint. Matched on records that are not INFO/DEBUG (a warning, an error, a traceback line).
 ERRORS = [
     ("follower_collective_rpc", re.compile(r"collective_rpc should not be called on follower node"),
      "rank 1+ started without --headless"),
     ("cudagraph_mode_hyphen", re.compile(r"cudagraph-mode\s*$|cudagraph-mode.*Unexpected keyword argument|argument --compilation-config/-cc: .*validation error"),
      "use -cc.cudagraph_mode (underscore), not -cc.cudagraph-mode"),
-    ("ibv_retry_exceeded", re.compile(r"IBV_WC_RETRY_EXC_ERR"), "the peer's NCCL went away or the RoCE link dropped"),
+    ("triton_ptxas_sm121a", re.compile(r"Value 'sm_121a?' is not defined for option 'gpu-name'|ptxas.*sm_121a?\b.*(?:returned non-zero exit status|fatal)|"
+                                       r"sm_121a?.*is not defined|ptxas fatal.*sm_12\d"),
+     "Triton's bundled ptxas does not know the GB10's sm_121a: use a vLLM image built for GB10 (CUDA 12.9+/13), or point "
+     "TRITON_PTXAS_PATH at the CUDA toolkit's ptxas"),
+    ("torch_arch_unsupported", re.compile(r"sm_12\d is not compatible with the current PyTorch installation|"
+                                          r"no kernel image is available for execution on the device"),
+     "this PyTorch/vLLM build has no kernels for the GB10 (sm_121): use an image built for it (aarch64, CUDA 12.9+/13)"),
+    ("ibv_retry_exceeded", re.compile(r"IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded"), "the peer's NCCL went away or the RoCE link dropped"),
+    ("collective_timeout", re.compile(r"Watchdog caught collective operation timeout"),
+     "a NCCL collective timed out: another rank died or hung, or the link between the nodes dropped; read the other ranks' logs"),
+    ("nccl_error", re.compile(r"NCCL error[: ].*(?:unhandled system error|internal error|remote process exited|invalid usage)|ncclSystemError|ncclInternalError|ncclRemoteError"),
+     "NCCL failed between the ranks: check NCCL_SOCKET_IFNAME / NCCL_IB_HCA, the RoCE link and the firewall; rerun with NCCL_DEBUG=INFO"),
     ("gloo_timeout", re.compile(r"[Gg]loo.*(?:[Tt]imed out|timeout|Connection refused)|Timed out.*[Gg]loo|connectFullMesh failed"),
      "Gloo rendezvous failed: check ufw, GLOO_SOCKET_IFNAME and IPv4-only settings"),
-    ("cuda_oom", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError"), "lower --max-model-len or --gpu-memory-utilization"),
-    ("insufficient_kv", re.compile(r"(?:larger than the available KV cache|No available memory for the cache blocks|max_model_len.*KV cache)"),
+    ("shm_broadcast_stall", re.compile(r"No available shared memory broadcast block"),
+     "the workers took no work for a minute: a worker is hung or waits on a dead rank (or a long compile is running)"),
+    ("rpc_timeout", re.compile(r"RPC call to (?P<method>\w+) timed out"),
+     "a worker did not answer the engine in time: a rank is hung or dead; read every rank's log"),
+    ("nv_err_no_memory", re.compile(r"NV_ERR_NO_MEMORY"),
+     "the driver could not allocate memory: unified memory is exhausted; lower --gpu-memory-utilization, drop the page cache"),
+    ("cuda_oom", re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"),
+     "lower --max-model-len or --gpu-memory-utilization"),
+    ("insufficient_kv", re.compile(r"larger than the available KV cache|No available memory for the cache blocks|"
+                                   r"larger than the maximum number of tokens that can be stored in KV cache|max_model_len.*KV cache"),
      "lower --max-model-len"),
     ("mamba_cache", re.compile(r"[Mm]amba cache"), "raise --max-num-seqs"),
     ("checkpoint_damaged", re.compile(r"SafetensorError|Error while deserializing header|file not fully covered"),
      "a checkpoint file on this node is damaged or cut short: compare it with rank 0 (test_model_same_as_head) and copy "
      "the cache again (gb10check sync)"),
+    ("port_in_use", re.compile(r"\[Errno 98\]|[Aa]ddress already in use"), "another process holds the server's port"),
+    ("no_gpu", re.compile(r"No CUDA GPUs are available|Failed to infer device type|Found no NVIDIA driver"),
+     "the container sees no GPU: give it the GPU (--gpus all, or deploy.resources.reservations.devices in compose)"),
+    ("engine_core_failed", re.compile(r"EngineCore failed to start|Engine core initialization failed"),
+     "the engine core died while starting: its cause is the error logged before this one"),
+    ("worker_died", re.compile(r"AsyncEngineDeadError|EngineDeadError|Engine core proc \S+ died unexpectedly|"
+                               r"RayWorkerWrapper.*died|Worker proc \S+ died unexpectedly|WorkerProc.*(?:died|failed to start)"),
+     "the engine or a worker process died: its cause is the error logged before this one"),
 ]
+
+# Errors one request meets; the server keeps serving.
+REQUEST_ERRORS = [
+    ("context_length", re.compile(r"maximum context length is \d+|max_tokens'? (?:or 'max_completion_tokens' )?is too large|"
+                                  r"longer than the maximum model length|Input prompt \(\d+ tokens\) is too long|"
+                                  r"prompt \(length \d+\) is longer than the maximum"),
+     "the request asks for more tokens than --max-model-len: shorten the prompt or max_tokens"),
+    ("request_preprocess", re.compile(r"Error in preprocessing prompt inputs"),
+     "one request's prompt could not be tokenised or rendered (often too long for the context); the server keeps serving"),
+    ("request_stream", re.compile(r"Error in chat completion stream generator|Error in completion stream generator"),
+     "one streamed request failed; the server keeps serving"),
+]
+
+VERSION = [
+    re.compile(r"Initializing an? (?:V\d )?LLM engine \(v(?P<v>[^)\s]+)\)"),
+    re.compile(r"vLLM API server version (?P<v>\S+)"),
+    re.compile(r"[█▀▄ ]\s*version (?P<v>\d+\.\d+\S*)"),  # the start banner (0.11+)
+    re.compile(r"^vLLM version (?P<v>\d+\.\d+\S*)"),
+]
+NCCL_VERSION = re.compile(r"vLLM is using nccl==(?P<v>\S+)")
+CONFIG = {  # read from the engine's config line
+    "model": re.compile(r"with config: model='(?P<v>[^']*)'"),
+    "tensor_parallel_size": re.compile(r"\btensor_parallel_size=(?P<v>\d+)"),
+    "max_model_len": re.compile(r"\bmax_seq_len=(?P<v>\d+)|Using max model len (?P<w>\d+)"),
+}
+MAX_CONCURRENCY = re.compile(r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: (?P<x>[\d.]+)x")
 
 
 @dataclass
@@ -59,38 +144,122 @@ class LogError:
     line: int
     text: str
     hint: str
+    count: int = 1  # records that matched (a traceback repeats its message)
 
 
 @dataclass
 class VllmLog:
     milestones: list[Milestone] = field(default_factory=list)
-    errors: list[LogError] = field(default_factory=list)
-    lines: int = 0
+    errors: list[LogError] = field(default_factory=list)  # what stops the start or kills the engine
+    request_errors: list[LogError] = field(default_factory=list)  # one request failed; the server keeps serving
+    lines: int = 0  # log lines (a hard-wrapped line counts once; blank lines do not count)
+    version: str | None = None  # vLLM's own version: "0.5.4", "0.20.1", "0.1.dev1+gda1daf40b"
+    nccl_version: str | None = None
+    model: str | None = None
+    tensor_parallel_size: int | None = None
+    max_model_len: int | None = None
     model_gib: float | None = None
     kv_cache_tokens: int | None = None
+    gpu_blocks: int | None = None  # V0 engines report blocks, not tokens
+    max_concurrency: float | None = None
     startup_complete: bool = False
+    startup_failed: bool = False  # the engine said it failed to start
+    wrapped_at: int | None = None  # the column the text was hard-wrapped at, if it was
 
     @property
     def last_milestone(self) -> str | None:
         return self.milestones[-1].name if self.milestones else None
 
+    @property
+    def cause(self) -> LogError | None:
+        """The most specific fatal error: the root cause before a generic 'engine core failed'."""
+        specific = [e for e in self.errors if e.name not in GENERIC]
+        return (specific or self.errors or [None])[0]
+
 
 def _stamp(t: str) -> datetime:
-    return datetime.strptime(f"2000-{t}", "%Y-%m-%d %H:%M:%S")
+    return datetime.strptime(t if len(t) > 14 else f"2000-{t}", "%Y-%m-%d %H:%M:%S")
+
+
+def _launcher_prefixes(lines: list[str]) -> list[str]:
+    body = [line for line in lines if line.strip()]
+    services = Counter(m["svc"] for line in body if (m := COMPOSE_LOGS.match(line)))
+    if body and services and sum(services.values()) * 2 > len(body) and len(services) * 4 <= sum(services.values()) + 3:
+        lines = [COMPOSE_LOGS.sub("", line, count=1) if (m := COMPOSE_LOGS.match(line)) and m["svc"] in services else line
+                 for line in lines]
+        body = [line for line in lines if line.strip()]
+    for pattern in (DOCKER_TS, KUBECTL):
+        if body and sum(bool(pattern.match(line)) for line in body) * 2 > len(body):
+            lines = [pattern.sub("", line, count=1) for line in lines]
+            body = [line for line in lines if line.strip()]
+    return lines
+
+
+def _wrap_width(lines: list[str]) -> int | None:
+    """The column the text was hard-wrapped at: the longest length, shared by 2+ lines each followed by a fragment."""
+    lengths = Counter(len(line) for line in lines if len(line) >= 60)
+    if not lengths:
+        return None
+    width = max(lengths)
+    if lengths[width] < 2:
+        return None
+    follows = [lines[i + 1] for i, line in enumerate(lines[:-1]) if len(line) == width]
+    fragments = [nxt for nxt in follows if nxt.strip() and not RECORD_START.match(nxt) and not PREFIX.match(nxt)]
+    return width if len(fragments) * 2 >= len(follows) and len(fragments) >= 2 else None
+
+
+def _records(text: str) -> tuple[list[str], int | None]:
+    lines = _launcher_prefixes([line.rstrip() for line in strip_ansi(text).split("\n")])
+    width = _wrap_width(lines)
+    records: list[str] = []
+    joinable = False
+    for line in lines:
+        if not line.strip():
+            joinable = False
+            continue
+        if joinable and not RECORD_START.match(line) and not PREFIX.match(line):
+            records[-1] += line
+        else:
+            records.append(line)
+        joinable = width is not None and len(line) == width
+    return records, width
+
+
+def _message(record: str) -> tuple[str, str | None, str | None]:
+    """(the record without process prefixes, its level, its vLLM time stamp)."""
+    line = record.strip()
+    while (m := PREFIX.match(line)):
+        line = line[m.end():].lstrip()
+    line = RAY_REPEATED.sub("", line)
+    if (s := STAMP.match(line)):
+        return line, s["level"], s["time"]
+    if (s := UVICORN.match(line)) or (s := OTHER_STAMP.match(line)):
+        return line, s["level"], None
+    return line, None, None
+
+
+def _add(found: list[LogError], name: str, n: int, line: str, hint: str) -> None:
+    for e in found:
+        if e.name == name:
+            e.count += 1
+            return
+    found.append(LogError(name, n, line[:300], hint))
 
 
 @parser
 def parse(text: str) -> VllmLog:
     log = VllmLog()
+    records, log.wrapped_at = _records(text)
     seen: set[str] = set()
     first: datetime | None = None
     last_time: str | None = None
-    for n, raw in enumerate(strip_ansi(text).splitlines(), 1):
-        log.lines = n
-        line = PREFIX.sub("", raw.strip())
-        if (s := STAMP.match(line)):
-            last_time = s["time"]
-            first = first or _stamp(last_time)
+    recognised = 0
+    for n, record in enumerate(records, 1):
+        line, level, time = _message(record)
+        recognised += bool(level or time) or line != record.strip()
+        if time:
+            last_time = time
+            first = first or _stamp(time)
         for name, pattern in MILESTONES:
             if name in seen:
                 continue
@@ -98,23 +267,48 @@ def parse(text: str) -> VllmLog:
             if m:
                 seen.add(name)
                 values = {k: v for k, v in m.groupdict().items() if v is not None}
+                if "uvicorn_url" in values:
+                    values["url"] = values.pop("uvicorn_url")
                 # Lines without a stamp (uvicorn's "Application startup complete.") take the last one seen.
                 t_s = (_stamp(last_time) - first).total_seconds() if (last_time and first) else None
                 log.milestones.append(Milestone(name, n, last_time, t_s, values))
                 break
-        for name, pattern, hint in ERRORS:
+        if log.version is None:
+            log.version = next((m["v"] for p in VERSION if (m := p.search(line))), None)
+        if log.nccl_version is None and (m := NCCL_VERSION.search(line)):
+            log.nccl_version = m["v"]
+        for key, pattern in CONFIG.items():
+            if getattr(log, key) is None and (m := pattern.search(line)):
+                value = m["v"] if m["v"] is not None else m.groupdict().get("w")
+                setattr(log, key, value if key == "model" else int(value))
+        if (m := MAX_CONCURRENCY.search(line)) and log.max_concurrency is None:
+            log.max_concurrency = float(m["x"])
+        if level in ("INFO", "DEBUG"):
+            continue  # an INFO line that mentions an error's words is not that error
+        for name, pattern, hint in REQUEST_ERRORS:
             if pattern.search(line):
-                log.errors.append(LogError(name, n, line[:300], hint))
+                _add(log.request_errors, name, n, line, hint)
                 break
-    if not log.lines:
+        else:
+            for name, pattern, hint in ERRORS:
+                if pattern.search(line):
+                    _add(log.errors, name, n, line, hint)
+                    break
+    log.lines = len(records)
+    if not records:
         raise ParseError("vllm_log", "vLLM server log lines", text)
     for m in log.milestones:
         if m.name == "model_loaded":
             log.model_gib = float(m.values["gib"])
         elif m.name == "kv_cache":
-            log.kv_cache_tokens = int(m.values["tokens"].replace(",", ""))
+            if "tokens" in m.values:
+                log.kv_cache_tokens = int(m.values["tokens"].replace(",", ""))
+            if "gpu_blocks" in m.values:
+                log.gpu_blocks = int(m.values["gpu_blocks"])
         elif m.name == "startup_complete":
             log.startup_complete = True
-    if not log.milestones and not log.errors and "vllm" not in text.lower() and "INFO" not in text:
-        raise ParseError("vllm_log", "vLLM log lines (INFO/WARNING/ERROR with timestamps, or a known vLLM error)", text)
+    log.startup_failed = any(e.name == "engine_core_failed" for e in log.errors)
+    if not log.milestones and not log.errors and not log.request_errors and not log.version and not log.nccl_version \
+            and not recognised:
+        raise ParseError("vllm_log", "vLLM log lines (LEVEL MM-DD HH:MM:SS [file.py:N] ..., process prefixes, or a known vLLM error)", text)
     return log
