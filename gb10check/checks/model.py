@@ -110,12 +110,15 @@ def judge_fit(node: str, repo: str, fit: Fit) -> list[Finding]:
 
 
 def judge_available(node: str, meminfo: dict, need_gib: float, margin_gib: float) -> list[Finding]:
-    available = meminfo.get("mem_available_gib", 0.0)
+    available = meminfo.get("mem_available_gib")
+    what = "MemAvailable"
+    if available is None:  # a kernel without MemAvailable: procps' estimate, said as such
+        available, what = meminfo.get("mem_available_estimate_gib") or 0.0, "MemAvailable not reported; estimated"
     findings = []
     if available < need_gib + margin_gib:
-        findings.append(Finding(Code.MEMORY_LOW, node, f"MemAvailable {available:.1f} GiB",
+        findings.append(Finding(Code.MEMORY_LOW, node, f"{what} {available:.1f} GiB",
                                 f"at least {need_gib + margin_gib:.1f} GiB (need {need_gib:.1f} + margin {margin_gib:.1f})"))
-    cache = meminfo.get("cached_gib", 0.0) + meminfo.get("buffers_gib", 0.0)
+    cache = (meminfo.get("cached_gib") or 0.0) + (meminfo.get("buffers_gib") or 0.0)
     if cache > margin_gib * 2:
         findings.append(Finding(Code.PAGE_CACHE, node, f"page cache {cache:.1f} GiB", f"under {margin_gib * 2:.0f} GiB before loading",
                                 warning=True))

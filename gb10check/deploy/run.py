@@ -128,7 +128,9 @@ class ComposeLauncher:
         return "down" if out.rc == 0 else f"down failed ({out.stdout.strip().splitlines()[-1:] or out.rc})"
 
     def mem_available_gib(self, node: str) -> float:
-        return parse_meminfo(self.nodes[node].output("cat /proc/meminfo"))["mem_available_gib"]
+        facts = parse_meminfo(self.nodes[node].output("cat /proc/meminfo"))
+        available = facts["mem_available_gib"]  # None on kernels without MemAvailable: use procps' estimate
+        return available if available is not None else (facts.get("mem_available_estimate_gib") or 0.0)
 
     def close(self) -> None:
         for n in self.nodes.values():

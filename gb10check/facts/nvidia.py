@@ -1,35 +1,43 @@
 """nvidia-smi (default table and --query-gpu CSV), /proc/driver/nvidia/version, NVML mismatch.
 
 The NVML "Driver/library version mismatch" text is recognised wherever nvidia-smi output is
-expected: it means the loaded kernel module and the installed user-mode library differ.
+expected: it means the loaded kernel module and the installed user-mode library differ. It comes
+as nvidia-smi's own two lines, through a container hook (`nvidia-container-cli: initialization
+error: nvml error: driver/library version mismatch`, inside docker's escaped error text), from
+pynvml (`NVML/RM version mismatch`), or as the kernel's `NVRM: API mismatch` line.
 """
 
 import re
 from dataclasses import dataclass, field
 
-from ._text import ParseError, is_prompt, parser, to_float
+from ._text import ParseError, parser, to_float
 
-MISMATCH = re.compile(r"Failed to initialize NVML: Driver/library version mismatch")
+MISMATCH = re.compile(r"driver/library version mismatch|NVML/RM version mismatch|LibRmVersionMismatch|NVRM: API mismatch",
+                      re.I)
 
 
 @dataclass
 class NvmlMismatch:
     nvml_mismatch: bool
-    library_version: str | None
+    library_version: str | None  # the user-mode (NVML) library's version, when the text says it
+    kernel_module_version: str | None = None  # only the kernel's `NVRM: API mismatch` line says it
 
 
 def nvml_mismatch(text: str) -> NvmlMismatch | None:
     if not MISMATCH.search(text):
         return None
-    m = re.search(r"NVML library version:\s*(\S+)", text)
-    return NvmlMismatch(True, m[1] if m else None)
+    lib = re.search(r"NVML library version:\s*(\d[\w.-]*\w)", text)
+    api = re.search(r"NVRM: API mismatch: the client has the version (\d[\w.-]*\w), but\s+(?:NVRM:\s+)?this kernel module "
+                    r"has the version (\d[\w.-]*\w)", text)
+    return NvmlMismatch(True, lib[1] if lib else (api[1] if api else None), api[2] if api else None)
 
 
 @parser
 def parse_nvml_mismatch(text: str) -> NvmlMismatch:
     found = nvml_mismatch(text)
     if not found:
-        raise ParseError("nvml_mismatch", "'Failed to initialize NVML: Driver/library version mismatch'", text)
+        raise ParseError("nvml_mismatch", "'Failed to initialize NVML: Driver/library version mismatch' (or the same error "
+                                          "from nvidia-container-cli / pynvml)", text)
     return found
 
 
@@ -40,104 +48,298 @@ def parse_nvml_mismatch(text: str) -> NvmlMismatch:
 class SmiGpu:
     index: int
     name: str
-    persistence_mode: str
-    bus_id: str
-    memory_usage: str  # "Not Supported" on GB10 (unified memory)
+    persistence_mode: str  # On | Off (Linux); WDDM | TCC (Windows driver model)
+    bus_id: str  # as printed: "0000000F:01:00.0" (GB10), "00000000:18:00.0", "0000:03:00.0" (old tables)
+    memory_usage: str  # "Not Supported" on GB10 (unified memory); else "9MiB / 4095MiB"
+    display_active: str | None = None  # Disp.A: On | Off | N/A
+    ecc: str | None = None  # Volatile Uncorr. ECC: "0", "N/A", "Off"
+    fan: str | None = None  # "30%", "N/A"
+    temperature_c: float | None = None
+    perf: str | None = None  # P0..P12, N/A
+    power_draw_w: float | None = None
+    power_cap_w: float | None = None
+    memory_used_gib: float | None = None  # None when the table prints no numbers (GB10: Not Supported)
+    memory_total_gib: float | None = None
+    gpu_util_pct: float | None = None
+    compute_mode: str | None = None
+    mig_mode: str | None = None  # only tables with the third `MIG M.` row
 
 
 @dataclass
 class SmiProcess:
     gpu: int
     pid: int
-    type: str
+    type: str  # C | G | C+G | M | M+C; "" in old tables without a Type column
     name: str
-    used_gib: float | None
+    used_gib: float | None  # None for N/A
+
+
+@dataclass
+class ForwardCompat:
+    """A container's `CUDA Forward Compatibility mode ENABLED` banner: the table's CUDA Version is the compat one."""
+    cuda_version: str | None
+    compat_driver_version: str | None  # the compat user-mode driver in the image (595.58.03)
+    kernel_driver_version: str | None  # the host's kernel driver (580.159.03)
 
 
 @dataclass
 class NvidiaSmi:
     smi_version: str
-    driver_version: str
-    cuda_version: str | None
+    driver_version: str  # the kernel driver's, also inside a forward-compat container
+    cuda_version: str | None  # None in old tables (no CUDA Version) and for N/A
     gpus: list[SmiGpu] = field(default_factory=list)
     processes: list[SmiProcess] = field(default_factory=list)
+    processes_listed: bool = False  # False: the text has no Processes section (trimmed, truncated, -q ...)
+    truncated: bool = False  # the GPU table stops before its closing line; `gpus` holds the complete GPU rows
+    forward_compat: ForwardCompat | None = None
 
 
-GPU_LINE = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|\s+(\S+)\s+(?:On|Off)\s+\|")
-MEM_LINE = re.compile(r"^\|\s+\S+\s+\S+\s+\S+\s+.*?\|\s+(.+?)\s+\|")
-PROC_LINE = re.compile(r"^\|\s+(\d+)\s+\S+\s+\S+\s+(\d+)\s+(\w+)\s+(.+?)\s+(\d+)MiB\s+\|")
+HEADER = re.compile(r"NVIDIA-SMI\s+(?:-\s+)?(?P<smi>\d[\w.-]*)\s+(?:\|\s*)?Driver Version:\s+(?P<driver>\d[\w.-]*)"
+                    r"(?:\s+(?:\|\s*)?CUDA Version:\s+(?P<cuda>[\w.]+))?")
+SEPARATOR = re.compile(r"^\s*\+[-=+]+\+\s*$")
+RULE_ROW = re.compile(r"^\s*\|[=|+]+\|\s*$")
+BUS_ID = re.compile(r"^([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])(?:\s+(\S+))?$")
+PERSISTENCE = r"On|Off|WDDM|TCC|N/A"
+GPU_CELL = re.compile(rf"^(\d+)\s+(.+?)\s+({PERSISTENCE})$")
+MIB = re.compile(r"^(\d+)\s*MiB\s*/\s*(\d+)\s*MiB$")
+PROC = re.compile(r"^(\d+|N/A)\s+(?:(\S+)\s+(\S+)\s+)?(\d+)\s+(?:(C\+G|M\+C|C|G|M)\s+)?(.+?)\s+(\d+\s*MiB|N/A)$")
+
+
+def _cells(line: str) -> list[str] | None:
+    """The cells of a `| a | b | c |` row, or None for any other line."""
+    s = line.strip()
+    if not (s.startswith("|") and s.endswith("|")) or len(s) < 2:
+        return None
+    return [c.strip() for c in s[1:-1].split("|")]
+
+
+def _watts(text: str) -> float | None:
+    return to_float(text.removesuffix("W").strip()) if text else None
+
+
+def _gpu(rows: list[list[str]]) -> SmiGpu | None:
+    """One GPU from the rows of its block (2 rows in old tables, 3 with `MIG M.`); None if the first row is not a GPU."""
+    if len(rows[0]) < 2 or not (g := GPU_CELL.match(rows[0][0])) or not (b := BUS_ID.match(rows[0][1])):
+        return None
+    gpu = SmiGpu(int(g[1]), g[2].strip(), g[3], b[1], "", display_active=b[2],
+                 ecc=rows[0][2] if len(rows[0]) > 2 and rows[0][2] else None)
+    if len(rows) > 1 and len(rows[1]) >= 2:
+        fan_temp_perf_power, memory = rows[1][0], rows[1][1]
+        parts = fan_temp_perf_power.split()
+        if len(parts) >= 3:
+            gpu.fan = parts[0]
+            gpu.temperature_c = to_float(parts[1].removesuffix("C")) if parts[1] != "N/A" else None
+            gpu.perf = parts[2]
+        if (p := re.search(r"(\S+)\s*/\s*(\S+)\s*$", fan_temp_perf_power)):
+            gpu.power_draw_w, gpu.power_cap_w = _watts(p[1]), _watts(p[2])
+        gpu.memory_usage = re.sub(r"\s+", " ", memory)
+        if (m := MIB.match(memory)):
+            gpu.memory_used_gib, gpu.memory_total_gib = round(int(m[1]) / 1024, 3), round(int(m[2]) / 1024, 3)
+        if len(rows[1]) > 2:
+            util = rows[1][2].split()
+            if util:
+                gpu.gpu_util_pct = to_float(util[0].removesuffix("%"))
+                gpu.compute_mode = " ".join(util[1:]) or None
+    if len(rows) > 2 and len(rows[2]) > 2 and rows[2][2]:
+        gpu.mig_mode = rows[2][2]
+    return gpu
+
+
+def _forward_compat(text: str) -> ForwardCompat | None:
+    if not re.search(r"CUDA Forward Compatibility mode ENABLED", text, re.I):
+        return None
+    m = re.search(r"Using CUDA ([\d.]+) driver version (\d[\w.]*\w) with kernel driver version (\d[\w.]*\w)", text)
+    return ForwardCompat(m[1], m[2], m[3]) if m else ForwardCompat(None, None, None)
 
 
 @parser
 def parse_smi(text: str) -> NvidiaSmi:
+    """The first nvidia-smi table in the text (a banner, a timestamp or a `watch` line may come first).
+
+    A table cut short keeps the GPUs whose rows are all there (as many rows as the header has) and says `truncated`.
+    """
     if (mm := nvml_mismatch(text)):
         raise ParseError("nvidia_smi", f"an nvidia-smi table, but NVML reports a driver/library version mismatch "
                                        f"(library {mm.library_version})", text)
-    m = re.search(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?", text)
+    m = HEADER.search(text)
     if not m:
-        raise ParseError("nvidia_smi", "the nvidia-smi table header 'NVIDIA-SMI X  Driver Version: Y  CUDA Version: Z'", text)
-    smi = NvidiaSmi(m[1], m[2], m[3])
-    lines = text.splitlines()
+        why = next((line.strip() for line in text.splitlines()
+                    if re.search(r"NVIDIA-SMI has failed|No devices were found|couldn't communicate", line)), None)
+        raise ParseError("nvidia_smi", "the nvidia-smi table header 'NVIDIA-SMI X  Driver Version: Y  [CUDA Version: Z]'",
+                         why or text)
+    cuda = m["cuda"] if m["cuda"] and m["cuda"] != "N/A" else None
+    compat = _forward_compat(text[: m.start()])
+    # Inside a forward-compat container the table's CUDA Version is the compat library's; the driver stays the kernel's.
+    driver = compat.kernel_driver_version if compat and compat.kernel_driver_version else m["driver"]
+    smi = NvidiaSmi(m["smi"], driver, cuda, forward_compat=compat)
+    lines = text[m.end():].splitlines()[1:]
+
+    # GPU section: header rows up to the `|===|` rule, then blocks of as many rows, each block closed by `+---+`
+    # (or the next GPU's first row in tables that do not separate GPUs).
+    n = 0
+    header_rows = 0
+    while n < len(lines) and not RULE_ROW.match(lines[n]):
+        if _cells(lines[n]) is not None:
+            header_rows += 1
+        n += 1
+    n += 1
+    block: list[list[str]] = []
+    closed = False
+    for n in range(n, len(lines)):
+        line = lines[n]
+        cells = _cells(line)
+        if cells is None:
+            if SEPARATOR.match(line):
+                if block and (gpu := _gpu(block)) and len(block) >= header_rows:
+                    smi.gpus.append(gpu)
+                block = []
+                if not (n + 1 < len(lines) and _cells(lines[n + 1]) and GPU_CELL.match(_cells(lines[n + 1])[0])):
+                    closed = True
+                    break
+                continue
+            break  # a blank line or other text ends the GPU section
+        if GPU_CELL.match(cells[0]) and block:
+            if (gpu := _gpu(block)) and len(block) >= header_rows:
+                smi.gpus.append(gpu)
+            block = []
+        block.append(cells)
+    if not closed:
+        smi.truncated = True
+        if block and len(block) >= max(header_rows, 2) and (gpu := _gpu(block)):
+            smi.gpus.append(gpu)
+
+    # Processes section.
     in_procs = False
-    for i, line in enumerate(lines):
-        if "Processes:" in line:
-            in_procs = True
-        if not in_procs and (g := GPU_LINE.match(line)):
-            mem = MEM_LINE.match(lines[i + 1]) if i + 1 < len(lines) else None
-            smi.gpus.append(SmiGpu(int(g[1]), g[2].strip(), g[3], g[4], mem[1].strip() if mem else ""))
-        elif in_procs and (p := PROC_LINE.match(line)):
-            smi.processes.append(SmiProcess(int(p[1]), int(p[2]), p[3], p[4].strip(), round(int(p[5]) / 1024, 3)))
+    for line in lines:
+        if re.search(r"\|\s*Processes:", line):
+            in_procs, smi.processes_listed = True, True
+            continue
+        if not in_procs:
+            continue
+        if re.search(r"NVIDIA-SMI\s+\d", line):
+            break  # the next table of a `-l` loop
+        cells = _cells(line)
+        if cells is None or len(cells) != 1:
+            continue
+        if (p := PROC.match(cells[0])):
+            used = None if p[7] == "N/A" else round(int(p[7].removesuffix("MiB").strip()) / 1024, 3)
+            smi.processes.append(SmiProcess(int(p[1]) if p[1] != "N/A" else -1, int(p[4]), p[5] or "", p[6].strip(), used))
     return smi
 
 
 # ---- --query-gpu CSV -----------------------------------------------------------
 
+# nvidia-smi prints the canonical name in the header whatever alias was queried; a noheader query's
+# field names come from the command line, so they are mapped the same way.
+ALIASES = {"gpu_name": "name", "gpu_bus_id": "pci.bus_id", "gpu_uuid": "uuid", "gpu_serial": "serial",
+           "clocks.sm": "clocks.current.sm", "clocks.gr": "clocks.current.graphics", "clocks.mem": "clocks.current.memory",
+           "clocks.video": "clocks.current.video", "clocks.max.gr": "clocks.max.graphics", "clocks.max.mem": "clocks.max.memory",
+           "clocks.applications.gr": "clocks.applications.graphics", "clocks.applications.mem": "clocks.applications.memory",
+           "clocks.default_applications.gr": "clocks.default_applications.graphics",
+           "clocks.default_applications.mem": "clocks.default_applications.memory"}
+# Units of numeric fields, for noheader/nounits output where neither header nor value says it.
+FIELD_UNITS = [(re.compile(r"^memory\.(total|used|free|reserved)$|^used_memory$|^used_gpu_memory$"), "MiB"),
+               (re.compile(r"^(enforced\.)?power\.(draw|limit|default_limit|min_limit|max_limit|draw\.\w+)$|^enforced\.power\.limit$"), "W"),
+               (re.compile(r"^clocks\."), "MHz"),
+               (re.compile(r"^utilization\.|^fan\.speed$"), "%")]
+# Fields whose values are numbers (with or without unit); everything else stays text, so that a
+# driver version "535.54" or a compute capability "12.1" is not turned into a float.
+NUMERIC = re.compile(r"^(index|count|pid|temperature\.|memory\.|power\.|enforced\.power|clocks\.|utilization\.|fan\.speed|"
+                     r"encoder\.stats\.|fbc\.stats\.|pcie\.link\.(gen|width)\.|ecc\.errors\.|retired_pages\.|used_memory|"
+                     r"used_gpu_memory|protected_memory\.)")
+UNIT_KEY = {"MiB": "gib", "W": "w", "MHz": "mhz", "%": "pct", "C": "c", "s": "s", "us": "us", "KiB/s": "kib_s"}
+VALUE_UNIT = re.compile(r"^(-?[\d.]+)\s*(MiB|GiB|W|MHz|%|C|us|s|KiB/s)$")
+FIELD_NAME = re.compile(r"^[a-z][A-Za-z0-9_.]*(?:\s*\[[^\]]+\])?$")
 
-def _key(header: str) -> tuple[str, str | None]:
+
+def _field(header: str) -> tuple[str, str | None]:
+    """('memory.total', 'MiB') from 'memory.total [MiB]'; aliases mapped to the canonical name."""
     m = re.match(r"^\s*([\w.]+)\s*(?:\[(.+?)\])?\s*$", header)
     name, unit = (m[1], m[2]) if m else (header.strip(), None)
-    name = name.replace(".", "_")
-    if unit == "MiB":
-        return f"{name}_gib", unit
-    if unit:
-        return f"{name}_{unit.strip('%').lower() or 'pct'}" if unit != "%" else f"{name}_pct", unit
-    return name, None
+    name = ALIASES.get(name, name)
+    if name.startswith("clocks_throttle_reasons."):  # renamed in drivers 535+, which print the new name in the header
+        name = "clocks_event_reasons." + name.removeprefix("clocks_throttle_reasons.")
+    if unit is None:
+        unit = next((u for pattern, u in FIELD_UNITS if pattern.search(name)), None)
+    return name, unit
+
+
+def _key(name: str, unit: str | None) -> str:
+    base = name.replace(".", "_")
+    if unit is None:
+        return base
+    return f"{base}_{UNIT_KEY.get(unit, re.sub(r'[^a-z0-9]+', '_', unit.lower()).strip('_'))}"
+
+
+def _value(name: str, unit: str | None, cell: str):
+    if cell.startswith("[") and cell.endswith("]") or cell in ("N/A", "Not Supported", "Unknown Error", ""):
+        return None  # [N/A], [Not Supported], [Unknown Error], [Insufficient Permissions], [GPU is lost] ...
+    if not NUMERIC.match(name) and unit is None:
+        return cell  # names, versions, uuids, bus ids, pstate P0, hex bit masks, Enabled/Disabled
+    number, value_unit = cell, None
+    if (v := VALUE_UNIT.match(cell)):
+        number, value_unit = v[1], v[2]
+    num = to_float(number)
+    if num is None:
+        return cell
+    if (value_unit or unit) == "MiB":
+        return round(num / 1024, 3)
+    if value_unit == "GiB":
+        return round(num, 3)
+    if name in ("index", "count", "pid") and num.is_integer():
+        return int(num)
+    return num
+
+
+def _query_fields(command: str | None) -> list[str] | None:
+    if not command:
+        return None
+    m = re.search(r"--query-(?:gpu|compute-apps|accounted-apps|supported-clocks|retired-pages|remapped-rows)[= ]"
+                  r"[\"']?([\w.,\s]+?)[\"']?(?:\s+-|\s*$|\s*\|)", command)
+    return [f.strip() for f in m[1].split(",") if f.strip()] if m else None
 
 
 @parser
 def parse_query(text: str, fields: list[str] | None = None, command: str | None = None) -> list[dict]:
-    """Rows of `nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]`.
+    """Rows of `nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]`, one per GPU and sample (`-l N` loops).
 
-    With noheader the field names come from `fields`, or from the command line if it was captured.
+    Field names come from the printed header; with noheader from `fields`, or from the command line if it was
+    captured. Keys carry the unit: memory.total [MiB] -> memory_total_gib (in GiB), power.draw -> power_draw_w,
+    clocks.sm -> clocks_current_sm_mhz, utilization.gpu -> utilization_gpu_pct. [N/A] and [Not Supported] are None.
     """
     if (mm := nvml_mismatch(text)):
         raise ParseError("nvidia_smi_query", f"CSV rows, but NVML reports a driver/library version mismatch "
                                              f"(library {mm.library_version})", text)
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     header: list[str] | None = None
-    if command and (m := re.search(r"--query-gpu[= ](\S+)", command)) and "noheader" in command:
-        header = m[1].split(",")
-    if header is None and fields:
-        header = fields
-    if header is None and lines and not re.search(r"\d", lines[0].split(",")[0]) and "NVIDIA" not in lines[0]:
-        header = [h.strip() for h in lines.pop(0).split(",")]
-    if header is None:
-        raise ParseError("nvidia_smi_query", "a CSV header line, or the field names of a noheader query", text)
-    keys = [_key(h) for h in header]
-    rows = []
-    for line in lines:
+
+    def looks_like_header(line: str) -> bool:
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) != len(keys):
-            raise ParseError("nvidia_smi_query", f"{len(keys)} comma-separated values per line", line)
-        row: dict = {}
-        for (key, unit), cell in zip(keys, cells):
-            if cell in ("[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]"):
-                row[key] = None
-            elif (num := to_float(re.sub(r"\s*(%|W|MiB|MHz|C)$", "", cell))) is not None:
-                row[key] = round(num / 1024, 3) if (unit == "MiB" or cell.endswith("MiB")) else num
-            else:
-                row[key] = cell  # names and versions ("580.173.02") stay text
-        rows.append(row)
+        return all(FIELD_NAME.match(c) for c in cells) and any(c not in ("N/A",) for c in cells)
+
+    if lines and looks_like_header(lines[0]) and (not fields or len(lines[0].split(",")) == len(fields)):
+        # A printed header wins; with given fields it must at least have as many columns.
+        if not fields or all(_field(h)[0] == _field(f)[0] for h, f in zip(lines[0].split(","), fields)) \
+                or "noheader" not in (command or ""):
+            header = [h.strip() for h in lines.pop(0).split(",")]
+    if header is None:
+        from_command = _query_fields(command) if command and "noheader" in command else None
+        header = fields or from_command
+    if header is None:
+        raise ParseError("nvidia_smi_query", "a CSV header line (memory.total [MiB], ...), or the field names of a "
+                                             "noheader query (from its command line)", text)
+    spec = [_field(h) for h in header]
+    header_line = ", ".join(header)
+    rows = []
+    for n, line in enumerate(lines):
+        if line.replace(" ", "") == header_line.replace(" ", ""):
+            continue  # the header again (a loop that reprints it)
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(spec):
+            if n == len(lines) - 1 and rows and len(cells) < len(spec):
+                break  # the last sample of a loop, cut short
+            raise ParseError("nvidia_smi_query", f"{len(spec)} comma-separated values per line ({', '.join(header)})", line)
+        rows.append({_key(name, unit): _value(name, unit, cell) for (name, unit), cell in zip(spec, cells)})
     if not rows:
         raise ParseError("nvidia_smi_query", "at least one CSV row", text)
     return rows
@@ -150,14 +352,16 @@ def parse_query(text: str, fields: list[str] | None = None, command: str | None 
 class KernelModule:
     version: str
     flavor: str  # "open" | "proprietary"
-    arch: str
-    build: str | None
+    arch: str  # x86_64 | aarch64 | ppc64le | x86 | ...
+    build: str | None  # the rest of the line as printed: "Release Build  (builder@host)  date"
     gcc: str | None
+    builder: str | None = None  # dvs-builder@U22-..., portage@localhost
+    date: str | None = None  # as printed (the builder's locale: "Сб 29 июн 2024 14:36:22 MSK")
 
 
 NVRM = re.compile(
-    r"NVRM version:\s+NVIDIA UNIX\s+(?:(?P<open>Open )?Kernel Module for (?P<arch1>\S+)|(?P<arch2>\S+) Kernel Module)\s+"
-    r"(?P<version>\d[\w.-]*)\s+(?P<build>.*?)\s*$",
+    r"NVRM version:\s+NVIDIA UNIX\s+(?:(?P<open1>Open )?Kernel Module for (?P<arch1>\S+)|(?P<arch2>\S+)\s+(?P<open2>Open )?Kernel Module)"
+    r"\s+(?P<version>\d[\w.-]*)(?:\s+(?P<build>.*?))?\s*$",
     re.M,
 )
 
@@ -168,6 +372,9 @@ def parse_proc_version(text: str) -> KernelModule:
     if not m:
         raise ParseError("proc_driver_nvidia_version",
                          "'NVRM version: NVIDIA UNIX [Open] Kernel Module ... VERSION ...' (/proc/driver/nvidia/version)", text)
-    gcc = re.search(r"^GCC version:\s+(.*?)\s*$", text, re.M)
-    return KernelModule(m["version"], "open" if m["open"] else "proprietary", m["arch1"] or m["arch2"],
-                        m["build"] or None, gcc[1] if gcc else None)
+    gcc = re.search(r"^\s*GCC version:\s+(.*?)\s*$", text[m.end():], re.M)
+    build = m["build"] or None
+    builder = re.search(r"\(([^()\s]+@[^()\s]*)\)", build or "")
+    date = re.sub(r"^(?:Release Build|Debug Build|Develop Build)?\s*(?:\([^()]*\)\s*)?", "", build or "").strip() or None
+    return KernelModule(m["version"], "open" if (m["open1"] or m["open2"]) else "proprietary", m["arch1"] or m["arch2"],
+                        build, gcc[1] if gcc else None, builder[1] if builder else None, date)

@@ -9,11 +9,31 @@ from dataclasses import dataclass, field
 
 from ._text import ParseError, parser
 
+ACTIONS = r"ALLOW|DENY|REJECT|LIMIT"
+# ufw prints "%-26s %-12s%-26s%s%s": To, "ACTION DIR" (DIR left out for incoming rules in plain `status`), From,
+# then " (log)" / " (log-all)" / " (out)" / " (log, out)" attributes, then " # comment".
 RULE = re.compile(
-    r"^(?:\[\s*(?P<num>\d+)\]\s+)?(?P<to>.+?)\s+(?P<action>ALLOW|DENY|REJECT|LIMIT)(?:\s+(?P<dir>IN|OUT|FWD))?\s+(?P<from>.+?)"
-    r"(?:\s+\(out\))?\s*$"
+    rf"^(?:\[\s*(?P<num>\d+)\]\s*)?(?P<to>.+?)\s+(?P<action>{ACTIONS})(?:\s+(?P<dir>IN|OUT|FWD))?\s+(?P<from>.+?)"
+    r"(?:\s+\((?P<attribs>(?:log|log-all|out|in)(?:,\s*(?:log|log-all|out|in))*)\))?(?:\s+#\s?(?P<comment>.*?))?\s*$"
 )
-PORT = re.compile(r"^\d+(?:[,:]\d+)*(?:/(?:tcp|udp))?$")
+PORT = re.compile(r"^\d+(?::\d+)?(?:,\d+(?::\d+)?)*(?:/(?:tcp|udp))?$")
+PROTOS = ("tcp", "udp", "ipv6", "esp", "ah", "igmp", "gre", "vrrp")
+
+
+def _address(token: str) -> tuple[str, str | None] | None:
+    """('10.0.0.0/8', None) for an address or network, ('any', 'tcp') for Anywhere/tcp, ('10.0.0.1', 'tcp') for 10.0.0.1/tcp."""
+    base, proto = token, None
+    for p in PROTOS:
+        if token.endswith("/" + p):
+            base, proto = token[: -len(p) - 1], p
+            break
+    if base == "Anywhere":
+        return "any", proto
+    try:
+        ipaddress.ip_network(base, strict=False)
+    except ValueError:
+        return None
+    return base, proto
 
 
 @dataclass(frozen=True)
@@ -21,8 +41,9 @@ class Endpoint:
     address: str  # "any" or an address/network
     port: str | None  # "22", "137,138", "6000:6007"
     proto: str | None  # tcp | udp | None (both)
-    app: str | None
+    app: str | None  # application profile: "OpenSSH", "Apache Full"
     v6: bool
+    interface: str | None = None  # "on eth0"
 
     def covers_address(self, network: str) -> bool:
         """True when every address of `network` matches this end."""
@@ -34,10 +55,10 @@ class Endpoint:
             return False
 
     def covers_port(self, port: int, proto: str) -> bool:
-        if self.port is None:
-            return self.proto in (None, proto)
         if self.proto not in (None, proto):
             return False
+        if self.port is None:
+            return self.app is None  # an app profile's ports are not printed in plain `status`: unknown, not all
         for part in self.port.split(","):
             lo, _, hi = part.partition(":")
             if int(lo) <= port <= int(hi or lo):
@@ -46,21 +67,30 @@ class Endpoint:
 
 
 def endpoint(text: str) -> Endpoint:
-    """'Anywhere', '22/tcp (OpenSSH (v6))', '192.168.0.1 25/tcp', '2001:db8::/32 137,138/udp (Samba)'."""
+    """'Anywhere', '22/tcp (OpenSSH (v6))', '192.168.0.1 25/tcp', '2001:db8::/32 137,138/udp (Samba)', 'Apache Full (v6)',
+    'Anywhere on enp1s0f0np0', '22/tcp (v6) on eth0', 'Anywhere/tcp', '10.0.0.0/8/udp'."""
     text = text.strip()
+    interface = None
+    if (m := re.search(r"\s+on\s+(\S+)$", text)):
+        interface, text = m[1], text[: m.start()]
     v6 = "(v6)" in text
     text = re.sub(r"\s*\(v6\)", "", text)
     app = None
     if (m := re.search(r"\s*\((.*)\)$", text)):
         app, text = m[1].strip() or None, text[: m.start()]
     address, port, proto = "any", None, None
+    words = []
     for token in text.split():
         if PORT.match(token):
             port, _, proto = token.partition("/")
             proto = proto or None
-        elif token != "Anywhere":
-            address = token
-    return Endpoint(address, port, proto, app, v6 or ":" in address)
+        elif (a := _address(token)) is not None:
+            address, proto = a[0], a[1] or proto
+        else:
+            words.append(token)
+    if words:  # plain `status` prints an app profile by name: "OpenSSH", "Apache Full"
+        app = " ".join(words) if app is None else f"{' '.join(words)} ({app})"
+    return Endpoint(address, port, proto, app, v6 or ":" in address, interface)
 
 
 @dataclass(frozen=True)
@@ -70,6 +100,8 @@ class UfwRule:
     direction: str  # IN | OUT | FWD
     source: Endpoint
     number: int | None = None
+    log: str | None = None  # "log" | "log-all"
+    comment: str | None = None
 
 
 @dataclass
@@ -79,6 +111,7 @@ class UfwStatus:
     default_incoming: str | None = None
     default_outgoing: str | None = None
     default_routed: str | None = None
+    new_profiles: str | None = None
     rules: list[UfwRule] = field(default_factory=list)
 
     def allows(self, source: str, port: int | None = None, proto: str = "tcp") -> bool:
@@ -86,9 +119,9 @@ class UfwStatus:
         for rule in self.rules:
             if rule.direction != "IN" or rule.to.v6 or rule.source.v6:
                 continue
-            if not rule.source.covers_address(source) or rule.source.port is not None:
+            if not rule.source.covers_address(source) or rule.source.port is not None or rule.source.app:
                 continue
-            if port is None and (rule.to.port is not None or rule.to.address != "any"):
+            if port is None and (rule.to.port is not None or rule.to.address != "any" or rule.to.app or rule.to.proto):
                 continue
             if port is not None and not rule.to.covers_port(port, proto):
                 continue
@@ -107,6 +140,8 @@ def parse_status(text: str) -> UfwStatus:
     if (m := re.search(r"^Default:\s*(.+)$", text, re.M)):
         for value, chain in re.findall(r"(\w+) \((incoming|outgoing|routed)\)", m[1]):
             setattr(status, f"default_{chain}", value)
+    if (m := re.search(r"^New profiles:\s*(\S+)", text, re.M)):
+        status.new_profiles = m[1]
     in_table = False
     for line in text.splitlines():
         if re.match(r"^\s*--\s+-+\s+--", line):
@@ -114,16 +149,19 @@ def parse_status(text: str) -> UfwStatus:
             continue
         if not in_table or not line.strip():
             continue
-        r = RULE.match(line.rstrip())
+        r = RULE.match(line.strip())
         if r:
-            status.rules.append(UfwRule(endpoint(r["to"]), r["action"], r["dir"] or "IN", endpoint(r["from"]),
-                                        int(r["num"]) if r["num"] else None))
+            attribs = [a.strip() for a in (r["attribs"] or "").split(",")]
+            direction = r["dir"] or ("OUT" if "out" in attribs else "IN")
+            log = next((a for a in attribs if a.startswith("log")), None)
+            status.rules.append(UfwRule(endpoint(r["to"]), r["action"], direction, endpoint(r["from"]),
+                                        int(r["num"]) if r["num"] else None, log, r["comment"] or None))
     return status
 
 
 # ---- /etc/ufw/user.rules -------------------------------------------------------
 
-TUPLE = re.compile(r"^### tuple ### (?P<body>.+)$")
+TUPLE = re.compile(r"^### tuple ###\s*(?P<body>.+)$")
 
 
 @dataclass(frozen=True)
@@ -135,27 +173,72 @@ class RuleTuple:
     sport: str
     src: str
     direction: str  # in | out
-    app: str | None = None
+    app: str | None = None  # the destination app profile (dapp), spaces unescaped
+    source_app: str | None = None
+    interface_in: str | None = None
+    interface_out: str | None = None
+    route: bool = False  # a `ufw route` rule (forwarded traffic)
+    log: str | None = None  # log | log-all
+    comment: str | None = None  # decoded from ufw's hex
 
 
 @dataclass
 class UserRules:
     tuples: list[RuleTuple]
     iptables_rules: int  # "-A ..." lines, all chains
+    complete: bool = True  # ends with COMMIT (ufw itself calls a file without it truncated)
 
     def allows(self, source: str, port: int | None = None, proto: str = "tcp") -> bool:
         for t in self.tuples:
-            if t.direction != "in" or t.action != "allow":
+            if t.direction != "in" or t.action != "allow" or t.route:
                 continue
-            src = Endpoint("any" if t.src in ("0.0.0.0/0", "any") else t.src, None, None, None, False)
+            src = Endpoint("any" if t.src in ("0.0.0.0/0", "::/0", "any") else t.src, None, None, None, False)
             dst = Endpoint("any", None if t.dport == "any" else t.dport, None if t.proto == "any" else t.proto, None, False)
-            if not src.covers_address(source):
+            if not src.covers_address(source) or t.sport != "any" or t.source_app:
                 continue
-            if port is None and t.dport == "any":
+            if port is None and t.dport == "any" and t.proto == "any" and t.dst in ("0.0.0.0/0", "::/0", "any"):
                 return True
             if port is not None and dst.covers_port(port, proto):
                 return True
         return False
+
+
+def _tuple(body: str) -> RuleTuple | None:
+    """ufw's own reading: 6 or 8 fields (old, direction in), or 7 or 9 (direction last, `in_eth0`, `in_eth0!out_eth1`);
+    with 8 or 9 the 7th and 8th are the destination and source apps ('-' for none, spaces as %20)."""
+    comment = None
+    if " comment=" in body:
+        body, _, hexed = body.partition(" comment=")
+        try:
+            comment = bytes.fromhex(hexed.strip()).decode("utf-8", "replace")
+        except ValueError:
+            comment = hexed.strip()
+    parts = body.split()
+    if not 6 <= len(parts) <= 9:
+        return None
+    direction, iface_in, iface_out = "in", None, None
+    if len(parts) in (7, 9):
+        last = parts[-1]
+        direction = last.split("_")[0]
+        for part in last.split("!"):
+            kind, _, name = part.partition("_")
+            if name:
+                if kind == "in":
+                    iface_in = name
+                elif kind == "out":
+                    iface_out = name
+    if direction not in ("in", "out"):
+        return None
+    app = sapp = None
+    if len(parts) >= 8:
+        app = None if parts[6] == "-" else parts[6].replace("%20", " ")
+        sapp = None if parts[7] == "-" else parts[7].replace("%20", " ")
+    action = parts[0]
+    route = action.startswith("route:")
+    action = action.removeprefix("route:")
+    base, _, log = action.partition("_")
+    return RuleTuple(base, parts[1], parts[2], parts[3], parts[4], parts[5], direction, app, sapp, iface_in, iface_out,
+                     route, log or None, comment)
 
 
 @parser
@@ -165,14 +248,7 @@ def parse_user_rules(text: str) -> UserRules:
     tuples = []
     for line in text.splitlines():
         m = TUPLE.match(line.strip())
-        if not m:
-            continue
-        parts = m["body"].split()
-        if len(parts) < 7:
-            continue
-        app = None
-        # ufw appends app names after the direction: "... in - OpenSSH" or "... in OpenSSH -"
-        if len(parts) > 7:
-            app = next((p for p in parts[7:] if p != "-"), None)
-        tuples.append(RuleTuple(parts[0].split("_")[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], app))
-    return UserRules(tuples, sum(1 for line in text.splitlines() if line.startswith("-A ")))
+        if m and (t := _tuple(m["body"])):
+            tuples.append(t)
+    lines = [line.strip() for line in text.splitlines()]
+    return UserRules(tuples, sum(1 for line in lines if line.startswith("-A ")), "COMMIT" in lines)
