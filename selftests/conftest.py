@@ -39,4 +39,4 @@ def read_capture(name: str) -> str:
         if name.startswith(OURS_PREFIX):
             pytest.fail(f"our capture {path} is missing from the repository", pytrace=False)
         _missing(f"capture {name} not found under {captures_dir()}")
-    return path.read_text(encoding="utf-8")
+    return path.read_bytes().decode("utf-8")  # as captured: CR and CRLF are the front end's to handle, not Python's

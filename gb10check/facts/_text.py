@@ -97,10 +97,11 @@ def _strip_labels(lines: list[str]) -> list[str]:
 
 def clean(text: str) -> Cleaned:
     text = strip_ansi(text.replace("\r\n", "\n"))
-    # A lone CR redraws the line (progress output): what is left is the text after the last one.
-    lines = _strip_labels([line.rsplit("\r", 1)[-1].rstrip() for line in text.split("\n")])
+    # Launcher labels stand before the first CR of a line; a lone CR then redraws the rest (progress output).
+    lines = [line.rsplit("\r", 1)[-1].rstrip() for line in _strip_labels([line.rstrip() for line in text.split("\n")])]
     body = [line for line in lines if line.strip()]
-    if body and sum(bool(QUOTE.match(line)) for line in body) * 2 >= len(body):  # quoted in markdown
+    curl_verbose = any(line.startswith(("< ", "* ")) for line in body)  # curl -v marks request lines with "> " too
+    if body and not curl_verbose and sum(bool(QUOTE.match(line)) for line in body) * 2 >= len(body):  # quoted in markdown
         lines = [QUOTE.sub("", line, count=1) for line in lines]
     first = next((n for n, line in enumerate(lines) if line.strip()), None)
     if first is not None and prompt_command(lines[first]) is None and BARE_COMMAND.match(lines[first]):

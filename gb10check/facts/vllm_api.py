@@ -13,6 +13,7 @@ is not vLLM's and is said to be so (`vllm: False`).
 """
 
 import ast
+import warnings
 import json
 import re
 from dataclasses import dataclass, field
@@ -430,7 +431,9 @@ def _inner_error(detail: str) -> tuple["ApiError | None", str | None]:
     candidates = []
     if m:
         try:
-            raw = ast.literal_eval(m.group(0))
+            with warnings.catch_warnings():  # a mangled repr may hold invalid escapes: read it, do not warn
+                warnings.simplefilter("ignore")
+                raw = ast.literal_eval(m.group(0))
             candidates.append((raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw), detail[:m.start()]))
         except (ValueError, SyntaxError):
             pass
