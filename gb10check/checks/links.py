@@ -21,8 +21,8 @@ def judge_ibdev2netdev(node: str, links: list[Link], mapping: list[RdmaNetdev]) 
             seen = f"{link.rdma_device} ==> {m.netdev}" if m else f"no {link.rdma_device} in ibdev2netdev"
             findings.append(Finding(Code.LINK_MISSING, where, seen, f"{link.rdma_device} ==> {link.netdev}",
                                     device=link.rdma_device, netdev=link.netdev))
-        elif m.state != "up":
-            findings.append(Finding(Code.LINK_DOWN, where, f"{m.rdma_device} port {m.port} ==> {m.netdev} (Down)",
+        elif m.state != "up":  # "down", or "unknown" (NA / an old ibdev2netdev that prints no state): not seen Up
+            findings.append(Finding(Code.LINK_DOWN, where, f"{m.rdma_device} port {m.port} ==> {m.netdev} ({m.link_state or 'no state'})",
                                     f"{link.netdev} (Up)", netdev=link.netdev))
     return findings
 
@@ -45,9 +45,11 @@ def judge_port(node: str, link: Link, ports: list[IbPort]) -> list[Finding]:
 
 def judge_speed(node: str, link: Link, eth: list[EthtoolLink], expected_mbps: int) -> list[Finding]:
     where = f"{node}:{link.netdev}"
-    speed = next((e.speed_mbps for e in eth if e.interface in (link.netdev, None)), None)
+    seen = next((e for e in eth if e.interface in (link.netdev, None)), None)
+    speed = seen.speed_mbps if seen else None
     if speed is None:
-        return [Finding(Code.LINK_DOWN, where, "ethtool Speed: Unknown! (no link)", f"{expected_mbps} Mb/s", netdev=link.netdev)]
+        printed = f"Speed: {seen.speed}" if seen and seen.speed else "no Speed line (ethtool run without root?)"
+        return [Finding(Code.LINK_DOWN, where, f"ethtool {printed}", f"{expected_mbps} Mb/s", netdev=link.netdev)]
     if speed < expected_mbps:
         return [Finding(Code.LINK_SPEED, where, f"{speed} Mb/s", f"{expected_mbps} Mb/s", warning=True, netdev=link.netdev)]
     return []

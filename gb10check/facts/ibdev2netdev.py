@@ -1,7 +1,15 @@
-"""ibdev2netdev, plain and -v forms, devices in any order.
+"""ibdev2netdev, plain, -v and old-style forms, devices in any order.
 
-plain: rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)
--v:    0000:01:00.0 rocep1s0f0 (MT4129 - NVD0000000087) fw 28.45.4028 port 1 (ACTIVE) ==> enp1s0f0np0 (Up)
+plain:     rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)
+-v:        0000:01:00.0 rocep1s0f0 (MT4129 - NVD0000000087) ConnectX-7 ... fw 28.45.4028 port 1 (ACTIVE) ==> enp1s0f0np0 (Up)
+old style: mlx4_0 port 1 <===> eth2            (MLNX_OFED's script on drivers without dev_id: no state)
+
+The mlnx-tools script pads the -v fields with printf: the part ID to 11 characters inside its
+parentheses, the port state to 6 (`(DOWN  )`), and the board description (free text from the VPD,
+with spaces, commas, dashes and parentheses of its own) sits between the `(MTxxxx - PSID)` group and
+`fw`; some builds put it inside the group (`(MT4129 - PSID - description)`). The PCI address is
+empty when the device has none (a leading space), and its domain is 4 hex digits or more. People
+pipe the output through `column -t` and append their own `# comments`.
 """
 
 import re
@@ -9,15 +17,20 @@ from dataclasses import dataclass
 
 from ._text import ParseError, is_prompt, parser
 
-LINE = re.compile(
-    r"^(?:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+)?"
-    r"(?P<device>\S+)\s+"
-    r"(?:\((?P<description>[^)]*)\)\s+)?"
-    r"(?:fw\s+(?P<firmware>\S+)\s+)?"
-    r"port\s+(?P<port>\d+)\s+"
-    r"(?:\((?P<port_state>[A-Z_]+)\)\s+)?"
-    r"==>\s+(?P<netdev>\S+)\s+\((?P<state>\w+)\)\s*$"
-)
+# An author's note after the line: "# CX-7 1/8 infiniband", "<- cabled", "// port 0", "(o2ib)".
+_NOTE = r"(?:\s+(?:#|<-+|←|//).*|\s+\([\w ,./-]*\))?"
+_STATE = r"\(\s*(?P<state>[A-Za-z]+)\s*\)"
+PLAIN = re.compile(r"^(?P<device>[\w.-]+)\s+port\s+(?P<port>\d+)\s+==>\s+(?P<netdev>[\w.@:-]+)\s+" + _STATE + _NOTE + r"$")
+OLD_STYLE = re.compile(r"^(?P<device>[\w.-]+)\s+port\s+(?P<port>\d+)\s+<===>\s+(?P<netdev>[\w.@:-]+)" + _NOTE + r"$")
+# -v: everything up to the last "fw X port N (STATE) ==> NETDEV (State)" is "[pci] device [board]".
+VERBOSE = re.compile(r"^(?P<left>.*\S)\s+fw\s+(?P<firmware>\S+)\s+port\s+(?P<port>\d+)\s+\(\s*(?P<port_state>[A-Za-z_]+)\s*\)"
+                     r"\s+==>\s+(?P<netdev>[\w.@:-]+)\s+" + _STATE + _NOTE + r"$")
+PCI = re.compile(r"^(?P<pci>(?P<domain>[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+")
+DEVICE = re.compile(r"^(?P<device>[A-Za-z][\w.-]*)(?:\s+(?P<board>.*))?$")
+
+# The netdev's carrier (Up/Down) is what the plain form reports; NA when the script cannot read it.
+_UP = {"up", "active"}
+_DOWN = {"down", "init", "initializing", "polling", "armed", "disabled", "sleep"}
 
 
 @dataclass(frozen=True)
@@ -25,10 +38,67 @@ class RdmaNetdev:
     rdma_device: str
     port: int
     netdev: str
-    state: str  # "up" | "down"
-    port_state: str | None = None  # -v only: ACTIVE, DOWN, INIT ...
-    pci: str | None = None
-    firmware: str | None = None
+    state: str  # "up" | "down" | "unknown" (NA, or the old-style form that prints no state)
+    port_state: str | None = None  # -v only: ACTIVE, DOWN, INIT, ARMED (padding removed)
+    pci: str | None = None  # -v only
+    firmware: str | None = None  # -v only
+    link_state: str | None = None  # the state word as printed: Up, Down, NA
+    device_id: str | None = None  # -v only: MT4129
+    part_id: str | None = None  # -v only: the board's part number / PSID, e.g. NVD0000000087
+    description: str | None = None  # -v only: the board description from the VPD
+
+
+def _state(word: str | None) -> str:
+    word = (word or "").lower()
+    return "up" if word in _UP else "down" if word in _DOWN else "unknown"
+
+
+def _na(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return None if value in ("", "NA") else value
+
+
+def _board(text: str) -> tuple[str | None, str | None, str | None]:
+    """(device_id, part_id, description) from "(MT4129 - PSID) description" or "(MT4129 - PSID - description)"."""
+    text = text.strip()
+    if not text.startswith("("):
+        return None, None, _na(text)
+    depth = 0
+    for end, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            break
+    else:  # unbalanced: the description was cut; keep what is certain
+        end = len(text)
+    inner, after = text[1:end], text[end + 1:]
+    parts = [p.strip() for p in inner.split(" - ", 2)]
+    device_id = _na(parts[0]) if parts else None
+    part_id = _na(parts[1]) if len(parts) > 1 else None
+    description = " ".join(p for p in (parts[2] if len(parts) > 2 else "", after.strip()) if p)
+    return device_id, part_id, _na(description)
+
+
+def _line(line: str) -> RdmaNetdev | None:
+    if (m := PLAIN.match(line)):
+        return RdmaNetdev(m["device"], int(m["port"]), m["netdev"], _state(m["state"]), link_state=m["state"])
+    if (m := OLD_STYLE.match(line)):
+        return RdmaNetdev(m["device"], int(m["port"]), m["netdev"], "unknown")
+    if (m := VERBOSE.match(line)):
+        left = m["left"].strip()
+        pci = PCI.match(left)
+        rest = left[pci.end():] if pci else left
+        dev = DEVICE.match(rest)
+        if not dev:
+            return None
+        device_id, part_id, description = _board(dev["board"] or "")
+        port_state = _na(m["port_state"])
+        return RdmaNetdev(dev["device"], int(m["port"]), m["netdev"], _state(m["state"]),
+                          port_state=port_state.upper() if port_state else None,
+                          # Without its domain (the noise front end takes "0000:" for an srun label) the address is ambiguous.
+                          pci=pci["pci"] if pci and pci["domain"] else None,
+                          firmware=_na(m["firmware"]), link_state=m["state"], device_id=device_id, part_id=part_id,
+                          description=description)
+    return None
 
 
 @parser
@@ -37,19 +107,8 @@ def parse(text: str) -> list[RdmaNetdev]:
     for line in text.splitlines():
         if not line.strip() or is_prompt(line):
             continue
-        m = LINE.match(line.strip())
-        if m:
-            found.append(
-                RdmaNetdev(
-                    rdma_device=m["device"],
-                    port=int(m["port"]),
-                    netdev=m["netdev"],
-                    state="up" if m["state"].lower() == "up" else "down",
-                    port_state=m["port_state"],
-                    pci=m["pci"],
-                    firmware=m["firmware"],
-                )
-            )
+        if (entry := _line(line.strip())) is not None:
+            found.append(entry)
     if not found:
         raise ParseError("ibdev2netdev", "lines like 'rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)'", text)
     return found

@@ -1,10 +1,19 @@
-"""`ip addr` (text) and `ip -j addr` (JSON): interfaces with state, MTU and addresses."""
+"""`ip addr` (text, also `-br`) and `ip -j addr` (JSON): interfaces with state, MTU and addresses.
+
+Text: "N: NAME[@LINK]: <FLAGS> mtu M qdisc Q [master BOND] state S ..." then "link/TYPE ADDR brd ..." (ether,
+loopback, infiniband with a 20-byte address, none), "altname X" lines, and "inet[6] ADDR/P [peer ADDR/P]
+[metric N] [brd B] scope S [flags ...] [LABEL]" each followed by "valid_lft ... preferred_lft ...".
+JSON: one array, on one line or re-wrapped; `ip -4 -j addr` leaves `{}` for interfaces it filtered out.
+The state is the operstate: "up", "down" (DOWN, LOWERLAYERDOWN, NOTPRESENT, DORMANT) or "unknown".
+"""
 
 import json
 import re
 from dataclasses import dataclass, field
 
 from ._text import ParseError, is_prompt, parser
+
+FOREVER = 4294967295  # what ip -j prints for "forever"
 
 
 @dataclass(frozen=True)
@@ -13,6 +22,9 @@ class Address:
     address: str
     prefixlen: int
     scope: str | None
+    flags: tuple[str, ...] = ()  # dynamic, noprefixroute, mngtmpaddr, secondary, temporary, deprecated, tentative ...
+    valid_lft_s: int | None = None  # None = forever (or not shown)
+    peer: str | None = None  # point-to-point: the peer's address/prefix
 
     @property
     def interface(self) -> str:
@@ -23,65 +35,167 @@ class Address:
 class Interface:
     name: str
     index: int | None
-    state: str  # up | down | unknown (operstate)
+    state: str  # up | down | unknown (from the operstate)
     mtu: int | None
     flags: list[str] = field(default_factory=list)
-    mac: str | None = None
+    mac: str | None = None  # the link-layer address as printed (20 bytes on InfiniBand)
     addresses: list[Address] = field(default_factory=list)
+    operstate: str | None = None  # as printed: UP, DOWN, UNKNOWN, LOWERLAYERDOWN ...
+    link_type: str | None = None  # ether, loopback, infiniband, none ...
+    master: str | None = None  # the bond or bridge this interface is enslaved to
+    altnames: list[str] = field(default_factory=list)
 
     @property
     def ipv4(self) -> list[str]:
         return [a.interface for a in self.addresses if a.family == "inet"]
 
 
-HEAD = re.compile(r"^\s*(?P<index>\d+):\s+(?P<name>[^:@\s]+)(?:@\S+)?:\s+<(?P<flags>[^>]*)>(?P<rest>.*)$")
-INET = re.compile(r"^\s*(?P<family>inet6?)\s+\**(?P<addr>[0-9a-fA-F.:]+)\**/(?P<prefix>\d+)(?:.*?\bscope\s+(?P<scope>\w+))?")
+HEAD = re.compile(r"^\s*(?:(?P<index>\d+):\s+)?(?P<name>[^:@\s]+)(?:@(?P<link>[^:\s]+))?:\s+<(?P<flags>[^>]*)>(?P<rest>.*)$")
+INET = re.compile(r"^\s*(?P<family>inet6?)\s+\**(?P<addr>[0-9a-fA-F.:]+)\**(?:/(?P<prefix>\d+))?"
+                  r"(?:\s+peer\s+(?P<peer>[0-9a-fA-F.:]+(?:/\d+)?))?(?P<rest>(?:\s.*)?)$")
+LINK = re.compile(r"^\s*link/(?P<type>[\w-]+)(?:\s+(?P<addr>[0-9a-fA-F:]+)\b)?")
+LFT = re.compile(r"^\s*valid_lft\s+(?P<valid>\S+)\s+preferred_lft\s+\S+")
+ALTNAME = re.compile(r"^\s*altname\s+(?P<name>\S+)\s*$")
+ADDR_FLAGS = {"dynamic", "noprefixroute", "mngtmpaddr", "secondary", "temporary", "deprecated", "tentative", "dadfailed",
+              "optimistic", "home", "nodad", "permanent", "stable-privacy", "autojoin"}
+# `ip -o addr`: "N: NAME    inet ADDR/P ... scope S NAME\       valid_lft ..." (the index may be gone: see _text's srun labels).
+ONELINE = re.compile(r"^\s*(?:\d+:\s+)?(?P<name>[^:@\s]+)(?:@\S+)?\s+(?=inet6?\s)")
+BRIEF = re.compile(r"^(?P<name>[^\s@]+)(?:@\S+)?\s+(?P<state>UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT|NOTPRESENT|TESTING)"
+                   r"(?P<addrs>(?:\s+[0-9a-fA-F.:]+/\d+)*)\s*$")
+DOWN_STATES = {"down", "lowerlayerdown", "notpresent", "dormant"}
 
 
 def _state(value: str | None) -> str:
     value = (value or "").lower()
-    return value if value in ("up", "down") else "unknown"
+    return "up" if value == "up" else "down" if value in DOWN_STATES else "unknown"
+
+
+def _family(address: str) -> str:
+    return "inet6" if ":" in address else "inet"
+
+
+def _text_address(a: re.Match) -> Address:
+    words = a["rest"].split()
+    scope = words[words.index("scope") + 1] if "scope" in words[:-1] else None
+    prefix = int(a["prefix"]) if a["prefix"] else (32 if a["family"] == "inet" else 128)
+    return Address(a["family"], a["addr"], prefix, scope, tuple(w for w in words if w in ADDR_FLAGS), peer=a["peer"])
+
+
+def _parse_brief(text: str) -> list[Interface]:
+    ifaces = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        b = BRIEF.match(line.strip())
+        if not b:
+            return []
+        addrs = [s.split("/") for s in b["addrs"].split()]
+        ifaces.append(Interface(b["name"], None, _state(b["state"]), None, operstate=b["state"],
+                                addresses=[Address(_family(ad), ad, int(p), None) for ad, p in addrs]))
+    return ifaces
 
 
 @parser
 def parse_text(text: str) -> list[Interface]:
     ifaces: list[Interface] = []
-    for line in text.splitlines():
+    lines = [part for line in text.splitlines() for part in re.split(r"\\\s+", line)]  # -o: "\" joins a block's lines
+    for line in lines:
         if is_prompt(line):
             continue
-        if (h := HEAD.match(line)):
-            rest = h["rest"]
-            mtu = re.search(r"\bmtu\s+(\d+)", rest)
-            state = re.search(r"\bstate\s+(\S+)", rest)
-            ifaces.append(Interface(h["name"], int(h["index"]), _state(state[1] if state else None),
-                                    int(mtu[1]) if mtu else None, h["flags"].split(",")))
-        elif ifaces and (a := INET.match(line)):
-            ifaces[-1].addresses.append(Address(a["family"], a["addr"], int(a["prefix"]), a["scope"]))
-        elif ifaces and (mac := re.match(r"^\s*link/\w+\s+([0-9a-f:]{17})", line)):
-            ifaces[-1].mac = mac[1]
+        if (o := ONELINE.match(line)) and INET.match(line[o.end():]):
+            if not ifaces or ifaces[-1].name != o["name"]:
+                ifaces.append(Interface(o["name"], None, "unknown", None))
+            line = line[o.end():]
+        if (h := HEAD.match(line)) and (h["index"] or " mtu " in h["rest"]):
+            rest = h["rest"].split()
+
+            def after(word: str) -> str | None:
+                return rest[rest.index(word) + 1] if word in rest[:-1] else None
+
+            mtu = after("mtu")
+            ifaces.append(Interface(h["name"], int(h["index"]) if h["index"] else None, _state(after("state")),
+                                    int(mtu) if mtu and mtu.isdigit() else None, [f for f in h["flags"].split(",") if f],
+                                    operstate=after("state"), master=after("master")))
+        elif not ifaces:
+            continue
+        elif (a := INET.match(line)) and (a["prefix"] or a["peer"] or a["rest"].split()[:1] in (["scope"], ["brd"], ["metric"])):
+            ifaces[-1].addresses.append(_text_address(a))
+        elif (lft := LFT.match(line)) and ifaces[-1].addresses:
+            valid = lft["valid"]
+            if (secs := re.fullmatch(r"(\d+)sec", valid)):
+                last = ifaces[-1].addresses[-1]
+                ifaces[-1].addresses[-1] = Address(last.family, last.address, last.prefixlen, last.scope, last.flags,
+                                                   int(secs[1]), last.peer)
+        elif (lk := LINK.match(line)):
+            ifaces[-1].link_type = lk["type"]
+            ifaces[-1].mac = lk["addr"].lower() if lk["addr"] and ":" in lk["addr"] else None
+        elif (alt := ALTNAME.match(line)):
+            ifaces[-1].altnames.append(alt["name"])
+    if not ifaces:
+        ifaces = _parse_brief(text)
     if not ifaces:
         raise ParseError("ip_addr", "'N: IFNAME: <FLAGS> mtu ...' blocks (output of `ip addr`)", text)
     return ifaces
 
 
+def _json_values(text: str) -> list:
+    """Every top-level JSON value in the text (several `ip -j` runs may follow each other)."""
+    decoder = json.JSONDecoder()
+    values, pos = [], 0
+    while pos < len(text):
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise ParseError("ip_j_addr", f"a JSON array (output of `ip -j addr`) ({exc.msg})", text[pos:] or text) from None
+        values.append(value)
+    return values
+
+
+def _json_address(a: dict) -> Address:
+    valid = a.get("valid_life_time")
+    peer = a.get("address") if a.get("address") != a.get("local") else None
+    family = a.get("family") if a.get("family") in ("inet", "inet6") else _family(a["local"])
+    return Address(family, a["local"], a["prefixlen"],
+                   a.get("scope") if isinstance(a.get("scope"), str) else None,
+                   tuple(k for k in a if k in ADDR_FLAGS and a[k] is True),
+                   valid if isinstance(valid, int) and not isinstance(valid, bool) and valid != FOREVER else None,
+                   f"{peer}/{a['prefixlen']}" if isinstance(peer, str) else None)
+
+
 @parser
 def parse_json(text: str) -> list[Interface]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError("ip_j_addr", f"a JSON array (output of `ip -j addr`) ({exc.msg})", text) from None
-    if not isinstance(data, list) or not all(isinstance(i, dict) and "ifname" in i for i in data):
+    values = _json_values(text)
+    items = [i for v in values for i in (v if isinstance(v, list) else [v])]
+    if not values or not all(isinstance(v, list) for v in values) or not all(isinstance(i, dict) for i in items):
+        raise ParseError("ip_j_addr", "a JSON array of objects with 'ifname' (output of `ip -j addr`)", text)
+    items = [i for i in items if i]  # `ip -4 -j addr` prints {} for interfaces without an IPv4 address
+    if not items or not all(isinstance(i.get("ifname"), str) for i in items):
         raise ParseError("ip_j_addr", "a JSON array of objects with 'ifname'", text)
+
+    def ints(value) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def items_of(value) -> list:
+        return value if isinstance(value, list) else []
+
     return [
         Interface(
             name=i["ifname"],
-            index=i.get("ifindex"),
+            index=ints(i.get("ifindex")),
             state=_state(str(i.get("operstate") or "")),
-            mtu=i.get("mtu"),
-            flags=[str(f) for f in i.get("flags") or [] if isinstance(f, str)],
-            mac=i.get("address"),
-            addresses=[Address(str(a.get("family", "")), str(a.get("local", "")), a["prefixlen"], a.get("scope"))
-                       for a in i.get("addr_info") or [] if isinstance(a, dict) and isinstance(a.get("prefixlen"), int)],
+            mtu=ints(i.get("mtu")),
+            flags=[f for f in items_of(i.get("flags")) if isinstance(f, str)],
+            mac=i.get("address") if isinstance(i.get("address"), str) else None,
+            addresses=[_json_address(a) for a in items_of(i.get("addr_info"))
+                       if isinstance(a, dict) and ints(a.get("prefixlen")) is not None and isinstance(a.get("local"), str)],
+            operstate=i.get("operstate") if isinstance(i.get("operstate"), str) else None,
+            link_type=i.get("link_type") if isinstance(i.get("link_type"), str) else None,
+            master=i.get("master") if isinstance(i.get("master"), str) else None,
+            altnames=[n for n in items_of(i.get("altnames")) if isinstance(n, str)],
         )
-        for i in data
+        for i in items
     ]

@@ -1,23 +1,33 @@
 """RDMA device state: `rdma link`, `show_gids`, `ibv_devinfo`, `ibstat`, and sysfs reads.
 
 GID types are normalised to "RoCE v1" / "RoCE v2" (sysfs writes "IB/RoCE v1", show_gids "v1").
-Port states are normalised to the upper-case word (ACTIVE, DOWN ...), link states to up/down.
+Port states are normalised to the kernel's upper-case word (ACTIVE, DOWN, INIT, ARMED: ibstat's
+"Initializing" is INIT, ibv_devinfo's PORT_ACTIVE is ACTIVE); every port also gets `state`, "up"
+when its port state is ACTIVE and "down" otherwise. Physical states are kept as the tool prints
+them (LinkUp in sysfs and ibstat, LINK_UP in rdma link and ibv_devinfo). Rates are in Gb/s, read
+from the output's own unit (sysfs "200 Gb/sec (2X NDR)", ibstat "Rate: 200" which is Gb/s).
 """
 
 import ipaddress
+import json
 import re
 from dataclasses import dataclass, field
 
 from ._text import ParseError, is_prompt, parser
 
+PORT_STATES = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
+PHYS_STATES = {"Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "Phy Test", "PhyTest",
+               "No state change"}
+_IBSTAT_STATES = {"down": "DOWN", "initializing": "INIT", "init": "INIT", "armed": "ARMED", "active": "ACTIVE"}
 
-def gid_type(raw: str) -> str:
-    raw = raw.strip()
-    if raw.endswith("v2"):
+
+def gid_type(raw: str | None) -> str | None:
+    raw = (raw or "").strip()
+    if raw.lower().endswith("v2"):
         return "RoCE v2"
-    if raw.endswith("v1"):
+    if raw.lower().endswith("v1"):
         return "RoCE v1"
-    return raw
+    return raw or None
 
 
 def gid_ipv4(gid: str) -> str | None:
@@ -35,9 +45,26 @@ def gid_ipv4(gid: str) -> str | None:
     return str(mapped) if mapped else None
 
 
-# ---- rdma link ---------------------------------------------------------------
+def up_down(port_state: str | None) -> str | None:
+    """'up' for an ACTIVE port, 'down' for any other known state, None when the state is unknown."""
+    if not port_state:
+        return None
+    return "up" if port_state == "ACTIVE" else "down"
 
-LINK = re.compile(r"^link\s+(?P<dev>\S+)/(?P<port>\d+)\s+state\s+(?P<state>\S+)\s+physical_state\s+(?P<phys>\S+)(?:\s+netdev\s+(?P<netdev>\S+))?")
+
+def _int(value: str | None) -> int | None:
+    m = re.match(r"\s*(?:0x(?P<hex>[0-9a-fA-F]+)|(?P<dec>\d+))\b", value or "")
+    return None if not m else int(m["hex"], 16) if m["hex"] else int(m["dec"])
+
+
+# ---- rdma link ---------------------------------------------------------------
+# iproute2 >= 5.x:  link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 3 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP
+#                   link rocep1s0f0/1 state ACTIVE physical_state LINK_UP netdev enp1s0f0np0
+# iproute2 4.x:     0/1: mlx5_0/1: state DOWN physical_state DISABLED netdev ens1f0
+# rdma -j link:     [{"ifindex":0,"ifname":"mlx5_0","port":1,"state":"ACTIVE","physical_state":"LINK_UP","netdev":"ens1f0"}]
+
+LINK_HEAD = re.compile(r"^(?:link\s+|\d+/\d+:\s+)(?P<dev>[\w.-]+)/(?P<port>\d+):?(?:\s+(?P<rest>.*))?$")
+LINK_KEYS = {"subnet_prefix", "lid", "sm_lid", "lmc", "state", "physical_state", "netdev", "netdev_index"}
 
 
 @dataclass(frozen=True)
@@ -45,28 +72,67 @@ class RdmaLink:
     rdma_device: str
     port: int
     port_state: str
-    phys_state: str
+    phys_state: str | None
     netdev: str | None
+    state: str | None = None  # up | down
+    lid: int | None = None  # InfiniBand only
+    sm_lid: int | None = None
+    subnet_prefix: str | None = None
+
+
+def _rdma_link(dev: str, port: int, kv: dict) -> RdmaLink:
+    state = str(kv["state"]).upper()
+    phys = kv.get("physical_state")
+    return RdmaLink(dev, port, state, str(phys).upper() if phys else None, kv.get("netdev") or None, up_down(state),
+                    _int(str(kv["lid"])) if kv.get("lid") is not None else None,
+                    _int(str(kv["sm_lid"])) if kv.get("sm_lid") is not None else None, kv.get("subnet_prefix"))
 
 
 @parser
 def parse_rdma_link(text: str) -> list[RdmaLink]:
-    links = [
-        RdmaLink(m["dev"], int(m["port"]), m["state"].upper(), m["phys"].upper(), m["netdev"])
-        for m in (LINK.match(line.strip()) for line in text.splitlines())
-        if m
-    ]
+    expected = "lines like 'link rocep1s0f0/1 state ACTIVE physical_state LINK_UP netdev enp1s0f0np0'"
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise ParseError("rdma_link", expected + " or `rdma -j link` JSON", text) from None
+        links = [_rdma_link(str(d["ifname"]), int(d["port"]), d) for d in data if isinstance(d, dict)
+                 and isinstance(d.get("ifname"), str) and isinstance(d.get("port"), int) and isinstance(d.get("state"), str)]
+        if not links:
+            raise ParseError("rdma_link", expected + " or `rdma -j link` JSON", text)
+        return links
+    links = []
+    for line in text.splitlines():
+        m = LINK_HEAD.match(line.strip())
+        if not m:
+            continue
+        tokens = (m["rest"] or "").split()
+        kv = {}
+        i = 0
+        while i < len(tokens) - 1:
+            if tokens[i] in LINK_KEYS:
+                kv[tokens[i]] = tokens[i + 1]
+                i += 2
+            else:
+                i += 1
+        if "state" in kv:
+            links.append(_rdma_link(m["dev"], int(m["port"]), kv))
     if not links:
-        raise ParseError("rdma_link", "lines like 'link rocep1s0f0/1 state ACTIVE physical_state LINK_UP netdev enp1s0f0np0'", text)
+        raise ParseError("rdma_link", expected, text)
     return links
 
 
 # ---- show_gids ---------------------------------------------------------------
+# DEV  PORT  INDEX  GID  IPv4  VER  DEV: tab-separated (or tabs expanded); IPv4 empty for non-mapped GIDs,
+# VER empty when the kernel has no GID types, the netdev empty on InfiniBand ports.
 
+_GID = r"[0-9a-fA-Fx]{4}(?::[0-9a-fA-Fx]{4}){7}"
 GID_ROW = re.compile(
-    r"^(?P<dev>\S+)\s+(?P<port>\d+)\s+(?P<index>\d+)\s+(?P<gid>[0-9a-fA-Fx:]{20,})\s+"
-    r"(?:(?P<ipv4>\d+\.\d+\.\d+\.\d+)\s+)?(?P<ver>v\d)\s+(?P<netdev>\S+)\s*$"
+    r"^(?P<dev>[A-Za-z][\w.-]*)\s+(?P<port>\d+)\s+(?P<index>\d+)\s+(?P<gid>" + _GID + r")"
+    r"(?:\s+(?P<ipv4>\d{1,3}(?:\.\d{1,3}){3}))?(?:\s+(?P<ver>[vV]\d|(?:IB/)?RoCE\s+[vV]\d))?(?:\s+(?P<netdev>[A-Za-z][\w.@:-]*))?\s*$"
 )
+GIDS_HEADER = re.compile(r"^DEV\s+PORT\s+INDEX\s+GID\b")
+GIDS_COUNT = re.compile(r"^n_gids_found\s*=\s*(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -75,7 +141,7 @@ class Gid:
     port: int
     index: int
     gid: str
-    type: str  # "RoCE v1" | "RoCE v2"
+    type: str | None  # "RoCE v1" | "RoCE v2"; None when the tool shows no type
     ipv4: str | None
     netdev: str | None
 
@@ -83,25 +149,38 @@ class Gid:
 @parser
 def parse_show_gids(text: str) -> list[Gid]:
     gids = []
+    header = False
+    count = None
     for line in text.splitlines():
-        m = GID_ROW.match(line.strip())
-        if m:
+        s = line.strip()
+        if GIDS_HEADER.match(s):
+            header = True
+        elif (c := GIDS_COUNT.match(s)):
+            count = int(c[1])
+        elif (m := GID_ROW.match(s)):
             gids.append(Gid(m["dev"], int(m["port"]), int(m["index"]), m["gid"].lower(), gid_type(m["ver"]),
                             m["ipv4"] or gid_ipv4(m["gid"]), m["netdev"]))
-    if not gids:
-        raise ParseError("show_gids", "rows 'DEV PORT INDEX GID [IPv4] VER NETDEV'", text)
+    if count is not None and count != len(gids):
+        raise ParseError("show_gids", f"{count} GID rows, as n_gids_found={count} says (found {len(gids)})", text)
+    if not gids and count is None:
+        what = "rows after the header, or n_gids_found=0" if header else "rows 'DEV PORT INDEX GID [IPv4] VER NETDEV'"
+        raise ParseError("show_gids", what, text)
     return gids
 
 
 # ---- sysfs -------------------------------------------------------------------
-# Two shapes: `grep -H . /sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,gids/*,
-# gid_attrs/types/*,gid_attrs/ndevs/*}` (what the suite runs), and per-device tables printed by
-# shell loops (what people post: "rocep1s0f1: 4: ACTIVE rate=200 Gb/sec (2X NDR) ...").
+# Shapes: `grep -H . /sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,gids/*,gid_attrs/types/*,
+# gid_attrs/ndevs/*}` (what the suite runs: "PATH:VALUE"), `head` over the same files ("==> PATH <==" then the
+# value), `cat` of one file with the command line kept, and per-device tables printed by shell loops (what people
+# post: "rocep1s0f1: 4: ACTIVE rate=200 Gb/sec (2X NDR) ...").
 
-SYSFS = re.compile(r"^/sys/class/infiniband/(?P<dev>[^/]+)/ports/(?P<port>\d+)/(?P<leaf>[^:]+):(?P<value>.*)$")
-STATE = re.compile(r"\b(?P<num>\d):\s*(?P<word>[A-Za-z_]+)\b")
+SYSFS_PATH = r"/sys/class/infiniband/(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/(?P<leaf>[\w/]+)"
+SYSFS = re.compile(r"^" + SYSFS_PATH + r":(?P<value>.*)$")
+HEAD_BANNER = re.compile(r"^==>\s+" + SYSFS_PATH + r"\s+<==$")
+STATE = re.compile(r"\b(?P<num>\d):\s*(?P<word>Phy Test|[A-Za-z_]+)\b")
 RATE = re.compile(r"(?P<gbps>\d+(?:\.\d+)?)\s*Gb/sec(?:\s*\((?P<width>[^)]*)\))?")
-LINK_LAYER = re.compile(r"link_layer=(\S+)")
+LINK_LAYER = re.compile(r"link_layer[=:]\s*(\w+)")
+ROW_DEV = re.compile(r"^(?P<dev>[A-Za-z][\w.-]*?)(?:/(?P<port>\d+)|\s+port\s+(?P<port2>\d+))?:?(?:\s|$)")
 
 
 @dataclass
@@ -114,41 +193,81 @@ class IbPort:
     rate_width: str | None = None
     link_layer: str | None = None
     gids: list[Gid] = field(default_factory=list)
+    state: str | None = None  # up | down, from port_state
+
+
+def _state_word(value: str) -> tuple[str | None, str | None]:
+    """(port_state, phys_state) found in a text such as '4: ACTIVE' or '5: LinkUp'."""
+    port_state = phys_state = None
+    for s in STATE.finditer(value):
+        word = s["word"]
+        if word.upper() in PORT_STATES and word.isupper() and port_state is None:
+            port_state = word
+        elif word in PHYS_STATES and phys_state is None:
+            phys_state = word
+    return port_state, phys_state
+
+
+def _sysfs_lines(text: str, sections) -> list[str]:
+    """The output as 'PATH:VALUE' lines where a `head` banner or a `cat PATH` command names the file."""
+    lines = []
+    for command, output in sections or [(None, text)]:
+        paths = re.findall(r"/sys/class/infiniband/[^\s;|&<>]+", command or "")
+        single = paths[0] if len(paths) == 1 and not re.search(r"[*?{\[]", paths[0]) and re.fullmatch(SYSFS_PATH, paths[0]) else None
+        banner = None
+        for line in output.splitlines():
+            s = line.strip()
+            if (b := HEAD_BANNER.match(s)):
+                banner = s[3:-3].strip()
+                continue
+            if not s:
+                banner = None
+                continue
+            if banner and not s.startswith("/sys/"):
+                lines.append(f"{banner}:{s}")
+                banner = None
+            elif single and not s.startswith("/sys/"):
+                lines.append(f"{single}:{s}")
+                single = None
+            else:
+                lines.append(s)
+    return lines
 
 
 @parser
-def parse_sysfs(text: str) -> list[IbPort]:
+def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[IbPort]:
     ports: dict[tuple[str, int], IbPort] = {}
     gid_parts: dict[tuple[str, int, int], dict[str, str]] = {}
 
     def port_of(dev: str, port: int) -> IbPort:
         return ports.setdefault((dev, port), IbPort(dev, port))
 
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or is_prompt(line) or line.startswith(("rate=", "paste", "printf", "done")):
+    for line in _sysfs_lines(text, sections):
+        if not line or is_prompt(line) or "$" in line:
             continue
         m = SYSFS.match(line)
         if m:
             p = port_of(m["dev"], int(m["port"]))
             leaf, value = m["leaf"], m["value"].strip()
-            if leaf == "state" and (s := STATE.search(value)):
-                p.port_state = s["word"]
-            elif leaf == "phys_state" and (s := STATE.search(value)):
-                p.phys_state = s["word"]
+            if leaf == "state" and (s := _state_word(value)[0]):
+                p.port_state = s
+            elif leaf == "phys_state" and (s := _state_word(value)[1]):
+                p.phys_state = s
             elif leaf == "rate" and (r := RATE.search(value)):
                 p.rate_gbps, p.rate_width = float(r["gbps"]), r["width"]
-            elif leaf == "link_layer":
+            elif leaf == "link_layer" and value:
                 p.link_layer = value
             elif (g := re.fullmatch(r"(gids|gid_attrs/types|gid_attrs/ndevs)/(\d+)", leaf)):
                 gid_parts.setdefault((m["dev"], int(m["port"]), int(g[2])), {})[g[1]] = value
             continue
-        dev = re.match(r"^(\S+?):?\s", line + " ")
-        state, rate = STATE.search(line), RATE.search(line)
-        if dev and (state or rate):
-            p = port_of(dev[1], 1)
-            if state:
-                p.port_state = state["word"]
+        if line.startswith("/"):
+            continue
+        dev = ROW_DEV.match(line)
+        (state, phys), rate = _state_word(line), RATE.search(line)
+        if dev and (state or phys or rate):
+            p = port_of(dev["dev"], int(dev["port"] or dev["port2"] or 1))
+            p.port_state = state or p.port_state
+            p.phys_state = phys or p.phys_state
             if rate:
                 p.rate_gbps, p.rate_width = float(rate["gbps"]), rate["width"]
             if (ll := LINK_LAYER.search(line)):
@@ -156,27 +275,40 @@ def parse_sysfs(text: str) -> list[IbPort]:
     for (dev, port, index), parts in sorted(gid_parts.items()):
         gid = parts.get("gids", "")
         # Unused table slots read as all zeros and have no type: not a GID.
-        if not gid or set(gid) <= {"0", ":"}:
+        if not re.fullmatch(_GID, gid) or set(gid) <= {"0", ":"}:
             continue
         port_of(dev, port).gids.append(
-            Gid(dev, port, index, gid.lower(), gid_type(parts.get("gid_attrs/types", "")), gid_ipv4(gid),
-                parts.get("gid_attrs/ndevs"))
+            Gid(dev, port, index, gid.lower(), gid_type(parts.get("gid_attrs/types")), gid_ipv4(gid),
+                parts.get("gid_attrs/ndevs") or None)
         )
     if not ports:
         raise ParseError("ib_sysfs", "'grep -H' lines of /sys/class/infiniband/DEV/ports/N/... or 'DEV: 4: ACTIVE ... Gb/sec' rows", text)
+    for p in ports.values():
+        p.state = up_down(p.port_state)
     return list(ports.values())
 
 
 # ---- ibv_devinfo -------------------------------------------------------------
+# hca_id:<tab>DEV, HCA keys at one tab, "port:<tab>N" at two, port keys at three; tabs may be expanded to
+# spaces. -v adds capability keys, flag lines without a colon, and per port active_width, active_speed,
+# phys_state and "GID[  N]:<tab>GID[, RoCE v2]" lines.
 
 
 @dataclass
 class HcaPort:
     port: int
-    port_state: str  # PORT_ACTIVE -> ACTIVE
+    port_state: str | None  # PORT_ACTIVE -> ACTIVE
     active_mtu: int | None
     max_mtu: int | None
     link_layer: str | None
+    state: str | None = None  # up | down
+    phys_state: str | None = None  # -v: LINK_UP, DISABLED, POLLING ...
+    active_width: str | None = None  # -v: 4X
+    active_speed: str | None = None  # -v, as printed: "25.0 Gbps (32)"
+    rate_gbps: float | None = None  # -v: lanes x lane speed
+    port_lid: int | None = None
+    sm_lid: int | None = None
+    gids: list[Gid] = field(default_factory=list)  # -v
 
 
 @dataclass
@@ -186,24 +318,45 @@ class Hca:
     board_id: str | None = None
     node_guid: str | None = None
     ports: list[HcaPort] = field(default_factory=list)
+    transport: str | None = None  # InfiniBand, iWARP ...
+    vendor_part_id: int | None = None  # 4129 = ConnectX-7
+    sys_image_guid: str | None = None
+
+
+def _word(value: str | None) -> str | None:
+    """'PORT_ACTIVE (4)' -> 'PORT_ACTIVE'; 'InfiniBand (0)' -> 'InfiniBand'."""
+    value = re.sub(r"\s*\(\d+\)\s*$", "", (value or "").strip())
+    return value or None
+
+
+def _hca_port(hca: Hca, port: dict[str, str], gids: list[tuple[int, str]]) -> HcaPort:
+    state = _word(port.get("state"))
+    state = state.removeprefix("PORT_") if state else None
+    width = re.match(r"(\d+)X", port.get("active_width", ""))
+    speed = re.match(r"(\d+(?:\.\d+)?)\s*Gbps", port.get("active_speed", ""))
+    typed = []
+    for index, raw in gids:
+        gid, _, kind = raw.partition(",")
+        if re.fullmatch(_GID, gid.strip()):
+            typed.append(Gid(hca.rdma_device, int(port["port"]), index, gid.strip().lower(), gid_type(kind), gid_ipv4(gid.strip()), None))
+    return HcaPort(
+        port=int(port["port"]), port_state=state, active_mtu=_mtu(port.get("active_mtu")), max_mtu=_mtu(port.get("max_mtu")),
+        link_layer=port.get("link_layer") or None, state=up_down(state), phys_state=_word(port.get("phys_state")),
+        active_width=f"{width[1]}X" if width else None, active_speed=port.get("active_speed") or None,
+        rate_gbps=round(int(width[1]) * float(speed[1]), 3) if width and speed else None,
+        port_lid=_int(port.get("port_lid")), sm_lid=_int(port.get("sm_lid")), gids=typed,
+    )
 
 
 @parser
 def parse_ibv_devinfo(text: str) -> list[Hca]:
     hcas: list[Hca] = []
     port: dict[str, str] | None = None
+    gids: list[tuple[int, str]] = []
 
     def close_port():
         if port is not None and hcas and port["port"].isdigit():
-            hcas[-1].ports.append(
-                HcaPort(
-                    port=int(port["port"]),
-                    port_state=port.get("state", "").split()[0].removeprefix("PORT_") if port.get("state") else "UNKNOWN",
-                    active_mtu=_mtu(port.get("active_mtu")),
-                    max_mtu=_mtu(port.get("max_mtu")),
-                    link_layer=port.get("link_layer"),
-                )
-            )
+            hcas[-1].ports.append(_hca_port(hcas[-1], port, gids))
 
     for raw in text.splitlines():
         if ":" not in raw:
@@ -212,21 +365,31 @@ def parse_ibv_devinfo(text: str) -> list[Hca]:
         key, value = key.strip(), value.strip()
         if key == "hca_id":
             close_port()
-            port = None
-            hcas.append(Hca(value))
-        elif not hcas:
+            port, gids = None, []
+            if value:
+                hcas.append(Hca(value))
+        elif not hcas or key == "Device ports":
             continue
         elif key == "port":
             close_port()
-            port = {"port": value}
+            port, gids = {"port": value}, []
         elif port is not None:
-            port[key] = value
+            if (g := re.fullmatch(r"GID\[\s*(\d+)\]", key)):
+                gids.append((int(g[1]), value))
+            else:
+                port.setdefault(key, value)
         elif key == "fw_ver":
-            hcas[-1].firmware = value
+            hcas[-1].firmware = value or None
         elif key == "board_id":
-            hcas[-1].board_id = value
+            hcas[-1].board_id = value or None
         elif key == "node_guid":
-            hcas[-1].node_guid = value
+            hcas[-1].node_guid = value or None
+        elif key == "sys_image_guid":
+            hcas[-1].sys_image_guid = value or None
+        elif key == "transport":
+            hcas[-1].transport = _word(value)
+        elif key == "vendor_part_id":
+            hcas[-1].vendor_part_id = _int(value)
     close_port()
     if not hcas:
         raise ParseError("ibv_devinfo", "blocks starting with 'hca_id:'", text)
@@ -241,46 +404,62 @@ def _mtu(value: str | None) -> int | None:
 
 
 # ---- ibstat ------------------------------------------------------------------
+# CA 'mlx5_0' / <tab>CA type, Number of ports, Firmware version ... / <tab>Port 1: / <tab><tab>State, Physical state,
+# Rate (Gb/s; "2.5", "40 (FDR10)"), Base lid, LMC, SM lid, Capability mask, Port GUID, Link layer (newer versions).
+# `ibstat CA PORT` prints "CA: 'mlx5_0'" and the port unindented. Tabs may be expanded to spaces.
+
+CA_HEAD = re.compile(r"^(?:CA|Switch|Router|iWARP RNIC|\?\?\?):?\s+'(?P<name>[^']+)'$")
+PORT_HEAD = re.compile(r"^Port (\d+):$")
 
 
 @dataclass
 class IbstatPort:
     rdma_device: str
     port: int
-    port_state: str  # Active -> ACTIVE
-    phys_state: str
+    port_state: str | None  # Active -> ACTIVE, Initializing -> INIT
+    phys_state: str | None  # as printed: LinkUp, Disabled, Polling ...
     rate_gbps: float | None
     link_layer: str | None
     firmware: str | None
+    state: str | None = None  # up | down
+    ca_type: str | None = None  # MT4129
+    base_lid: int | None = None
+    sm_lid: int | None = None
+    port_guid: str | None = None
+    node_guid: str | None = None
 
 
 @parser
 def parse_ibstat(text: str) -> list[IbstatPort]:
     out: list[IbstatPort] = []
-    ca = fw = None
+    ca: dict[str, str] | None = None
     cur: dict[str, str] | None = None
 
     def close():
-        if cur is not None and ca and cur["port"].isdigit():
-            rate = cur.get("Rate")
-            out.append(IbstatPort(ca, int(cur["port"]), cur.get("State", "").upper(), cur.get("Physical state", ""),
-                                  float(rate) if rate and rate.replace(".", "").isdigit() else None,
-                                  cur.get("Link layer"), fw))
+        # A port block is kept once its State line is there (a capture cut inside a block keeps what is certain).
+        if cur is not None and ca is not None and cur.get("State"):
+            raw_state = cur["State"].strip()
+            state = _IBSTAT_STATES.get(raw_state.lower())
+            rate = re.match(r"(\d+(?:\.\d+)?)\b", cur.get("Rate", ""))
+            out.append(IbstatPort(ca["name"], int(cur["port"]), state, cur.get("Physical state") or None,
+                                  float(rate[1]) if rate else None, cur.get("Link layer") or None,
+                                  ca.get("Firmware version") or None, up_down(state), ca.get("CA type") or None,
+                                  _int(cur.get("Base lid")), _int(cur.get("SM lid")), cur.get("Port GUID") or None,
+                                  ca.get("Node GUID") or None))
 
     for raw in text.splitlines():
         line = raw.strip()
-        if (m := re.match(r"^CA '([^']+)'", line)):
+        if (m := CA_HEAD.match(line)):
             close()
-            ca, fw, cur = m[1], None, None
-        elif (m := re.match(r"^Port (\d+):$", line)):
+            ca, cur = {"name": m["name"]}, None
+        elif ca is None:
+            continue
+        elif (m := PORT_HEAD.match(line)):
             close()
             cur = {"port": m[1]}
         elif ":" in line:
             k, _, v = line.partition(":")
-            if cur is not None:
-                cur[k.strip()] = v.strip()
-            elif k.strip() == "Firmware version":
-                fw = v.strip()
+            (cur if cur is not None else ca).setdefault(k.strip(), v.strip())
     close()
     if not out:
         raise ParseError("ibstat", "blocks \"CA 'mlx5_0'\" with 'Port 1:' sections", text)
