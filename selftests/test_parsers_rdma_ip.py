@@ -61,14 +61,13 @@ def test_ibdev2netdev_verbose_padded_part_id_long_vpd_and_a_note():
 
 
 def test_ibdev2netdev_verbose_gb10_numeric_domains():
-    """Every line starts with a numeric PCI domain ("0000:", "0002:"): devices and ports still read right; the address
-    is either whole or (while the noise front end takes "0000:" for an srun label) None, never a domain-less one."""
+    """Every line starts with a numeric PCI domain ("0000:", "0002:"): not an srun label; the address stays whole."""
     got = facts("ibdev2netdev",
                 "0000:01:00.0 rocep1s0f0 (MT4129 - NVD0000000087) fw 28.45.4028 port 1 (ACTIVE) ==> enp1s0f0np0 (Up)\n"
                 "0002:01:00.1 roceP2p1s0f1 (MT4129 - NVD0000000087) fw 28.45.4028 port 1 (DOWN  ) ==> enP2p1s0f1np1 (Down)\n")
     assert [(g["rdma_device"], g["netdev"], g["port_state"], g["state"], g["part_id"]) for g in got] == [
         ("rocep1s0f0", "enp1s0f0np0", "ACTIVE", "up", "NVD0000000087"), ("roceP2p1s0f1", "enP2p1s0f1np1", "DOWN", "down", "NVD0000000087")]
-    assert got[0]["pci"] in ("0000:01:00.0", None) and got[1]["pci"] in ("0002:01:00.1", None)
+    assert got[0]["pci"] == "0000:01:00.0" and got[1]["pci"] == "0002:01:00.1"  # the front end keeps PCI domains
 
 
 def test_ibdev2netdev_plain_aligned_commented_old_style():

@@ -44,7 +44,7 @@ PROMPT = re.compile(
     + r")(?:\s+(?P<command>\S.*?))?\s*$"
 )
 PROMPT_DECORATION = re.compile(r"^\s*┌──.*$")  # zsh two-line prompt, first line: ┌──(kali㉿kali)-[~]
-SRUN_LABEL = re.compile(r"^\s*\d+: ?")
+SRUN_LABEL = re.compile(r"^\s*(\d+):(?: |$)")  # srun -l: "0: ", ranks from 0 (a PCI domain "0000:01:00.0" has no space)
 MPIRUN_LABEL = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?")
 PDSH_LABEL = re.compile(r"^(?P<host>[a-z0-9][a-z0-9.-]*[0-9-][a-z0-9.-]*): ")
 QUOTE = re.compile(r"^\s*> ?")
@@ -85,9 +85,12 @@ def _strip_labels(lines: list[str]) -> list[str]:
     body = [line for line in lines if line.strip() and not is_prompt(line)]
     if not body:
         return lines
-    for label in (MPIRUN_LABEL, SRUN_LABEL):
-        if all(label.match(line) for line in body):
-            return [label.sub("", line, count=1) for line in lines]
+    if all(MPIRUN_LABEL.match(line) for line in body):
+        return [MPIRUN_LABEL.sub("", line, count=1) for line in lines]
+    ranks = [m[1] if (m := SRUN_LABEL.match(line)) else None for line in body]
+    # Rank 0 is always among srun's labels; `ip -o` lines start "1: lo ..." too, but no interface has index 0.
+    if None not in ranks and "0" in {r.lstrip("0") or "0" for r in ranks}:
+        return [SRUN_LABEL.sub("", line, count=1) for line in lines]
     hosts = [m["host"] if (m := PDSH_LABEL.match(line)) else None for line in body]
     # pdsh labels repeat (a few hosts, many lines); `key: value` outputs (ethtool -i) have a new key every line.
     if len(body) >= 2 and None not in hosts and len(set(hosts)) * 2 <= len(body):
