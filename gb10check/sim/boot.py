@@ -172,7 +172,7 @@ def systemd_units(spec: dict) -> None:
     write("/etc/systemd/system/ufw.service.d/gb10sim.conf", "[Service]\nRestart=on-failure\nRestartSec=1\n")
     write("/etc/systemd/system/gb10sim-standins.service",
           "[Unit]\nDescription=gb10sim: stand-in sysfs and meminfo in step with the node\n\n"
-          "[Service]\nExecStart=/usr/bin/python3 /usr/local/lib/gb10sim/standins.py refresh-loop\nRestart=always\n")
+          "[Service]\nExecStart=/usr/bin/python3 /usr/local/lib/gb10sim/standins/__main__.py refresh-loop\nRestart=always\n")
     # No udev in a node (it would replay the host's device events); `netplan apply` asks udev to re-trigger net
     # devices, which only renames interfaces by .link files. As in other containers, that part is a no-op here.
     # (`test` and `test-builtin net_setup_link` would also give the veths new "persistent" MACs: a real machine got its own at
@@ -223,14 +223,15 @@ def configure(root: str, spec: dict) -> None:
     write(f"{root}/etc/gb10sim/state.json", json.dumps(spec["state"], indent=1), 0o644)
     for f in spec.get("files", []):
         standins.make_file(root, f, owner)
-    os.makedirs(f"{root}/usr/local/lib/gb10sim", exist_ok=True)
+    # The stand-ins' package, whole (under /usr: containers that bind the node's /usr see it too); each tool a link to
+    # its entry point, which picks the tool by the name it was called by.
     here = os.path.dirname(os.path.abspath(__file__))
-    shutil.copy(f"{here}/standins.py", f"{root}/usr/local/lib/gb10sim/standins.py")
-    for tool in ("nvidia-smi", "nvidia-container-runtime-hook", "ibdev2netdev", "show_gids", "ibv_devinfo", "ethtool", "ib_write_bw", "mpirun", "all_gather_perf"):
+    shutil.copytree(f"{here}/standins", f"{root}{STANDINS}", ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    os.chmod(f"{root}{STANDINS}/__main__.py", 0o755)
+    for tool in standins_tools.TOOLS:
         link = f"{root}/usr/local/bin/{tool}"
         if not os.path.lexists(link):
-            os.symlink("/usr/local/lib/gb10sim/standins.py", link)
-    os.chmod(f"{root}/usr/local/lib/gb10sim/standins.py", 0o755)
+            os.symlink(f"{STANDINS}/__main__.py", link)
 
 
 def firewall(spec: dict) -> None:
@@ -245,7 +246,10 @@ def firewall(spec: dict) -> None:
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import standins  # noqa: E402 - stdlib only; the same file the node gets in /usr/local/lib/gb10sim
+import standins  # noqa: E402 - stdlib only; the same package the node gets in /usr/local/lib/gb10sim
+from standins import tools as standins_tools  # noqa: E402
+
+STANDINS = "/usr/local/lib/gb10sim/standins"
 
 
 def main() -> None:

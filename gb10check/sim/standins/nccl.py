@@ -1,0 +1,112 @@
+"""mpirun + nccl-tests (all_gather_perf, all_reduce_perf): real SSH to every rank and a real bootstrap connection;
+the transport NCCL would pick (RoCE only where every rank's HCAs are ACTIVE with RoCE v2 at the GID index given,
+else the socket fallback) and the scenario's bus bandwidth, in nccl-tests' layout."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+from .common import roce_v2_ipv4_index, state
+
+
+SOCKET_BUSBW_GBPS = 20.0  # what a socket fallback over the 200G link gives, about 2.5 GB/s
+
+
+def mpirun(args: list[str]) -> int:
+    """mpirun -np N -H ip:1,ip:1 [-x VAR[=value]]... PROGRAM ARGS: reaches every host over real SSH first."""
+    hosts, env, i = [], {}, 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-np", "-n", "--mca", "-H", "--host", "-x") and i + 1 < len(args):
+            if a in ("-H", "--host"):
+                hosts = [h.split(":")[0] for h in args[i + 1].split(",")]
+            elif a == "-x":
+                key, _, value = args[i + 1].partition("=")
+                env[key] = value or os.environ.get(key, "")
+            i += 3 if a == "--mca" else 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        break
+    program = os.path.basename(args[i]) if i < len(args) else ""
+    if program not in ("all_gather_perf", "all_reduce_perf"):
+        print(f"mpirun was unable to find the specified executable file: {args[i] if i < len(args) else ''}", file=sys.stderr)
+        return 1
+    peers = []
+    listen = ("nohup python3 -c 'import socket,sys; s=socket.create_server((sys.argv[1],29600)); s.settimeout(8); s.accept()' "
+              "{ip} >/dev/null 2>&1 & sleep 0.2; cat /etc/gb10sim/state.json; echo; echo '=== port states'; "
+              "for f in /sys/class/infiniband/*/ports/1/state; do d=${{f#/sys/class/infiniband/}}; echo \"${{d%%/*}} $(cat $f)\"; done")
+    for host in hosts:
+        probe = subprocess.run(["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", host, listen.format(ip=host)],
+                               capture_output=True, text=True, timeout=30)
+        if probe.returncode != 0:
+            print("--------------------------------------------------------------------------\n"
+                  "ORTE was unable to reliably start one or more daemons.\n"
+                  f"This usually is caused by: not finding the required libraries on the remote node ({host}: "
+                  f"{probe.stderr.strip()})\n--------------------------------------------------------------------------", file=sys.stderr)
+            return 1
+        text, _, states = probe.stdout.partition("=== port states")
+        peer = json.loads(text)
+        peer["active"] = {line.split()[0] for line in states.splitlines() if line.endswith("ACTIVE")}
+        peers.append(peer)
+    me = socket.gethostname()
+    for host in hosts[1:]:  # NCCL's bootstrap: a real connection to every other rank
+        try:
+            socket.create_connection((host, 29600), timeout=5).close()
+        except OSError as exc:
+            print(f"{me}:4242:4242 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to {host}<29600> failed : {exc}")
+            print(f"{me}: Test NCCL failure common.cu:1279 'remote process exited or there was a network error'")
+            return 1
+    return nccl_test(program, hosts, peers, env)
+
+
+def nccl_test(program: str, hosts: list[str], peers: list[dict], env: dict) -> int:
+    hcas = [h.split(":")[0] for h in env.get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
+    gid = env.get("NCCL_IB_GID_INDEX")  # unset: NCCL finds the RoCE v2 IPv4 entry by itself
+    ib_ok = bool(hcas)
+    for peer in peers:  # RoCE only where every rank's HCAs are ACTIVE with RoCE v2 at the GID index given
+        right_index = roce_v2_ipv4_index(peer.get("gid_layout", "standard"))  # the same table the sysfs stand-in writes
+        ib_ok = ib_ok and (gid is None or gid == str(right_index)) and set(hcas) <= peer.get("active", set())
+    busbw = min(p.get("nccl_busbw_gbps", 183.7) for p in peers) if ib_ok else SOCKET_BUSBW_GBPS
+    me = socket.gethostname()
+    ifname = env.get("NCCL_SOCKET_IFNAME", "enp1s0f0np0")
+    if ib_ok:
+        print(f"{me}:4242:4242 [0] NCCL INFO NET/IB : Using " + " ".join(f"[{i}]{h}:1/RoCE" for i, h in enumerate(hcas)) +
+              f" [RO]; OOB {ifname}:{hosts[0] if hosts else ''}<0>")
+    else:
+        print(f"{me}:4242:4242 [0] NCCL INFO NET/IB : No device found.")
+        print(f"{me}:4242:4242 [0] NCCL INFO NET/Socket : Using [0]{ifname}:{hosts[0] if hosts else ''}<0>")
+    print(f"{me}:4242:4242 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/{'IB' if ib_ok else 'Socket'}/0")
+    size = 1 << 30
+    gbs = busbw / 8  # nccl-tests prints GB/s
+    n = max(1, len(peers))
+    algbw = gbs * n / max(1, n - 1)
+    t_us = size / (algbw * 1e9) * 1e6
+    print("# nccl-tests version 2.18.5 nccl-headers=22809 nccl-library=22809")
+    print(f"# Collective test starting: {program}")
+    print(f"# nThread 1 nGpus 1 minBytes {size} maxBytes {size} step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0")
+    print("#")
+    print("# Using devices")
+    for r, (host, peer) in enumerate(zip(hosts, peers)):
+        print(f"#  Rank {r:2d} Group  0 Pid  {4242 + r:5d} on {peer['name']} device  0 [000f:01:00] {peer['gpu_name']}")
+    print("#")
+    print("#                                                              out-of-place                       in-place")
+    print("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong")
+    print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)")
+    redop = "none" if program == "all_gather_perf" else "sum"
+    print(f" {size:12d}  {size // 4:12d}     float    {redop:>4}      -1  {t_us:7.0f}  {algbw:6.2f}  {gbs:6.2f}       0  {t_us:7.0f}  "
+          f"{algbw:6.2f}  {gbs:6.2f}       0")
+    print("# Out of bounds values : 0 OK")
+    print(f"# Avg bus bandwidth    : {gbs:.4f}")
+    print("#")
+    print(f"# Collective test concluded: {program}")
+    print("#")
+    return 0
+
+
+def all_gather_perf(args: list[str]) -> int:
+    """Run alone (no mpirun): one rank, this node."""
+    return nccl_test("all_gather_perf", [], [state()], {})

@@ -1,0 +1,100 @@
+"""nvidia-smi: the GB10 table (nvidia_smi/gb10-*: the timestamp line padded to 31 columns, the 89-column
+boxes, bus id 0000000F:01:00.0, `Not Supported` memory, the Processes box listing this node's GPU processes:
+vLLM's `VLLM::` processes with their resident memory), -L, --query-gpu CSV (with or without header/units),
+and the driver's failures (no driver in a container without --gpus; NVML mismatch)."""
+
+import os
+import time
+
+from .common import STATE, state
+
+BUS_ID = "0000000F:01:00.0"
+BAR = "+" + "-" * 89 + "+"
+COLS = "+-----------------------------------------+------------------------+----------------------+"
+
+
+def gpu_processes() -> list[tuple[int, str, int]]:
+    """(pid, name, MiB) of the processes using the GPU: vLLM names its engine and workers VLLM::..., and on GB10
+    their memory is the unified memory they hold. A container's own nvidia-smi sees none (other PID namespace)."""
+    if os.path.exists("/.dockerenv"):
+        return []
+    found = []
+    for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                name = f.read().split(b"\0")[0].decode(errors="replace").strip()
+            with open(f"/proc/{pid}/statm") as f:
+                rss_mib = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1048576
+        except (OSError, ValueError, IndexError):
+            continue
+        if name.startswith("VLLM::"):
+            found.append((int(pid), name, rss_mib))
+    return found
+
+
+def query(s: dict, args: list[str], fields_arg: str) -> int:
+    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
+    values = {"name": (s["gpu_name"], ""), "driver_version": (s["user_driver"], ""), "memory.total": ("[N/A]", " [MiB]"),
+              "memory.used": ("[N/A]", " [MiB]"), "memory.free": ("[N/A]", " [MiB]"), "utilization.gpu": ("0 %", " [%]"),
+              "power.draw": ("11.17 W", " [W]"), "temperature.gpu": ("35", ""), "pci.bus_id": (BUS_ID, ""),
+              "uuid": (s["gpu_uuid"], ""), "persistence_mode": ("Enabled", "")}
+    fields = fields_arg.split(",")
+    unknown = [f for f in fields if f not in values]
+    if unknown:
+        print(f'Field "{unknown[0]}" is not a valid field to query.\n')
+        return 2
+    if "noheader" not in fmt:
+        print(", ".join(f + ("" if "nounits" in fmt else values[f][1]) for f in fields))
+    cells = [values[f][0] for f in fields]
+    if "nounits" in fmt:
+        cells = [c.rsplit(" ", 1)[0] if c.endswith((" %", " W")) else c for c in cells]
+    print(", ".join(cells))
+    return 0
+
+
+def table(s: dict) -> None:
+    v, cuda = s["user_driver"], s["cuda_version"]
+    procs = gpu_processes()
+    busy = bool(procs)
+    lines = [f"{time.strftime('%a %b %e %H:%M:%S %Y'):<31}", BAR,
+             f"| NVIDIA-SMI {v:<23}Driver Version: {v:<15}CUDA Version: {cuda:<9}|", COLS,
+             "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+             "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+             "|                                         |                        |               MIG M. |",
+             "|=========================================+========================+======================|",
+             f"|   0  {s['gpu_name']:<31}On  |   {BUS_ID} Off |                  N/A |",
+             f"| N/A   {'46C    P0' if busy else '36C    P8'}             {'10W' if busy else ' 3W'} /  N/A  | Not Supported          |"
+             f"      {'0%':>2}      Default |",
+             "|                                         |                        |                  N/A |", COLS, "", BAR,
+             f"| {'Processes:':<88}|",
+             "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
+             "|        ID   ID                                                               Usage      |",
+             "|" + "=" * 89 + "|"]
+    if procs:
+        for pid, name, mib in procs:
+            name = name if len(name) <= 36 else "..." + name[-33:]
+            lines.append(f"|  {0:>3}   {'N/A':>3}  {'N/A':>3}  {pid:>14}  {'C':>5}   {name:<36}{str(mib) + 'MiB':>10} |")
+    else:
+        lines.append(f"|  {'No running processes found':<87}|")
+    lines.append(BAR)
+    print("\n".join(lines))
+
+
+def nvidia_smi(args: list[str]) -> int:
+    if not os.path.exists(STATE):  # in a container the GPU was not given to (no --gpus / no toolkit)
+        print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+              "Make sure that the latest NVIDIA driver is installed and running.\n")
+        return 9
+    s = state()
+    if s["kernel_module"] != s["user_driver"]:
+        print("Failed to initialize NVML: Driver/library version mismatch")
+        print(f"NVML library version: {s['user_driver']}")
+        return 18
+    fields = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
+    if fields is not None:
+        return query(s, args, fields)
+    if "-L" in args:
+        print(f"GPU 0: {s['gpu_name']} (UUID: {s['gpu_uuid']})")
+        return 0
+    table(s)
+    return 0
