@@ -1,0 +1,116 @@
+"""Facts asserted for our own captures from the simulated pair's real tools (selftests/captures/*/sim-*; how each
+was made: selftests/captures/README.md). Values read off the files themselves."""
+
+EXPECTED = {
+    "ours/ip_ethtool/sim-ip-addr-rank0.txt": (
+        "ip_addr", {
+            "#": 6,
+            "0.name": "lo",
+            "1.name": "enP7s7",
+            "1.state": "up",
+            "1.mtu": 1500,
+            "1.addresses.0.address": "198.18.0.10",
+            "1.addresses.0.prefixlen": 24,
+            "1.addresses.1.scope": "link",
+            "2.name": "enp1s0f1np1",
+            "2.state": "down",
+            "#2.addresses": 0,
+            "4.name": "enp1s0f0np0",
+            "4.addresses.0.address": "169.254.94.252",
+            "4.addresses.0.prefixlen": 16,
+            "4.addresses.0.scope": "global",
+            "5.name": "enP2p1s0f0np0",
+            "5.addresses.0.address": "192.168.101.10",
+        }),
+    "ours/ip_ethtool/sim-ip-j-addr-rank0.json": (
+        "ip_j_addr", {
+            "#": 6,
+            "1.name": "enP7s7",
+            "1.addresses.0.address": "198.18.0.10",
+            "3.name": "enP2p1s0f1np1",
+            "3.state": "down",
+            "4.name": "enp1s0f0np0",
+            "4.state": "up",
+            "4.addresses.0.address": "169.254.94.252",
+            "4.addresses.0.prefixlen": 16,
+        }),
+    "ours/ip_ethtool/sim-ethtool-mgmt-veth-enP7s7-rank0.txt": (
+        "ethtool", {
+            "#": 1,
+            "0.interface": "enP7s7",
+            "0.speed_mbps": 10000,
+            "0.duplex": "full",
+            "0.link_detected": True,
+            "0.port": "Twisted Pair",
+            "0.auto_negotiation": False,
+        }),
+    "ours/ufw/sim-ufw-status-verbose-rank0.txt": (
+        "ufw_status", {
+            "active": True,
+            "default_incoming": "deny",
+            "default_outgoing": "allow",
+            "default_routed": "disabled",
+            "#rules": 6,
+            "rules.0.to.port": "22",
+            "rules.1.source.address": "169.254.0.0/16",
+            "rules.2.source.address": "192.168.101.0/24",
+            "rules.3.to.port": "20001",
+            "rules.4.to.v6": True,
+        }),
+    "ours/ufw/sim-ufw-status-numbered-rank0.txt": (
+        "ufw_status", {
+            "active": True,
+            "#rules": 6,
+            "rules.0.number": 1,
+            "rules.0.to.port": "22",
+            "rules.1.source.address": "169.254.0.0/16",
+            "rules.5.number": 6,
+            "rules.5.to.port": "20001",
+            "rules.5.to.v6": True,
+        }),
+    "ours/ufw/sim-user.rules-rank0.txt": (
+        "ufw_user_rules", {
+            "#tuples": 4,
+            "tuples.0.dport": "22",
+            "tuples.0.proto": "tcp",
+            "tuples.1.src": "169.254.0.0/16",
+            "tuples.2.src": "192.168.101.0/24",
+            "tuples.3.dport": "20001",
+            "complete": True,
+        }),
+    "ours/meminfo/sim-proc-meminfo-rank0.txt": (
+        "meminfo", {
+            "mem_total_gib": 121.69,
+            "swap_total_gib": 0.0,
+            "huge_pages_total": 0,
+            "hugepagesize_kb": 2048,
+        }),
+    "ours/meminfo/sim-free-m-rank0.txt": (
+        "free", {
+            "mem_total_gib": 121.689,
+            "mem_available_gib": 120.563,
+            "swap_total_gib": 0.0,
+        }),
+    "ours/meminfo/sim-free-h-rank0.txt": (
+        "free", {
+            "mem_total_gib": 121.0,
+            "mem_available_gib": 120.0,
+            "mem_shared_gib": 0.55,
+            "swap_total_gib": 0.0,
+        }),
+    "ours/docker/sim-docker-image-inspect-rank0.json": (
+        "docker_image_inspect", {
+            "tags": ["gb10sim/vllm-cpu:local"],
+            "architecture": "amd64",
+            "os": "linux",
+            "#layers": 1,
+        }),
+    "ours/docker/sim-compose-config-rank0.txt": (
+        "compose_config", {
+            "name": "vllm",
+            "services.vllm.container_name": "gb10-vllm",
+            "services.vllm.environment.NCCL_IB_GID_INDEX": "3",
+            "services.vllm.environment.GLOO_SOCKET_IFNAME": "enp1s0f0np0",
+            "services.vllm.deploy.resources.reservations.devices.0.driver": "nvidia",
+        }),
+}
