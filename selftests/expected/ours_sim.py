@@ -113,4 +113,85 @@ EXPECTED = {
             "services.vllm.environment.GLOO_SOCKET_IFNAME": "enp1s0f0np0",
             "services.vllm.deploy.resources.reservations.devices.0.driver": "nvidia",
         }),
+    "ours/docker/sim-docker-inspect-running-rank0.json": (
+        "docker_inspect", {
+            "name": "gb10-vllm",
+            "image": "gb10sim/vllm-cpu:local",
+            "status": "running",
+            "running": True,
+            "oom_killed": False,
+            "memory_limit_gib": 105.0,
+            "network_mode": "host",
+            "ipc_mode": "host",
+        }),
+    "ours/docker/sim-compose-ps-rank0.txt": (
+        "compose_ps", {
+            "#": 1,
+            "0.name": "gb10-vllm",
+            "0.image": "gb10sim/vllm-cpu:local",
+            "0.service": "vllm",
+            "0.state": "running",
+        }),
+    "ours/vllm_logs/sim-vllm-0.32.0-cpu-tp2-rank0.log": (
+        "vllm_log", {
+            "version": "0.32.0",
+            "tensor_parallel_size": 2,
+            "max_model_len": 8192,
+            "kv_cache_tokens": 69888,
+            "startup_complete": True,
+            "startup_failed": False,
+            "#errors": 0,
+        }),
+    "ours/vllm_logs/sim-vllm-0.32.0-cpu-tp2-rank1-headless.log": (
+        "vllm_log", {
+            "milestones.0.name": "headless",
+            "startup_complete": False,
+            "startup_failed": False,
+            "#errors": 0,
+        }),
+    "ours/vllm_api/sim-v1-models.json": (
+        "vllm_models", {
+            "#": 1,
+            "0.id": "smollm2-135m",
+            "0.root": "gb10sim/SmolLM2-135M-Instruct-tp2",
+            "0.max_model_len": 8192,
+            "0.owned_by": "vllm",
+        }),
+    "ours/vllm_api/sim-chat-completion.json": (
+        "vllm_chat", {
+            "model": "smollm2-135m",
+            "finish_reason": "stop",
+            "content": None,
+            "reasoning": "The capital of France is Paris.",
+            "reasoning_field": "reasoning",
+            "prompt_tokens": 37,
+            "completion_tokens": 8,
+            "total_tokens": 45,
+            "system_fingerprint": "vllm-0.32.0-tp2-a8696401",
+        }),
+    "ours/vllm_api/sim-chat-stream-include-usage.txt": (
+        "vllm_sse", {
+            "done": True,
+            "first_role": "assistant",
+            "content": "",
+            "reasoning": "Hello there, welcome to my world!",
+            "finish_reason": "length",
+            "usage_chunk": True,
+            "prompt_tokens": 33,
+            "completion_tokens": 8,
+            "model": "smollm2-135m",
+        }),
+    "ours/vllm_api/sim-error-unknown-model.json": (
+        "vllm_error", {
+            "envelope": "nested",
+            "message": "The model `no-such-model` does not exist. Valid aliases: smollm2-135m.",
+            "type": "NotFoundError",
+            "code": 404,
+            "param": "model",
+        }),
+    "ours/vllm_api/sim-route-unknown.json": (
+        "vllm_error", {
+            "envelope": "fastapi",
+            "message": "Not Found",
+        }),
 }
