@@ -14,7 +14,6 @@ model's tokenizer in an HF cache (default: the provisioned one).
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gb10check.cluster import load_cluster  # noqa: E402
-from gb10check.serving import THROUGHPUT_PROMPT, Api, measure_decode  # noqa: E402
+from gb10check.checks.serving import judge_decode_run  # noqa: E402
+from gb10check.serving import THROUGHPUT_PROMPT, Api, measure_decode, medians  # noqa: E402
 from gb10check.sim import provision  # noqa: E402
 
 
@@ -37,8 +37,15 @@ def main() -> int:
     cluster = load_cluster(args.cluster)
     key_env = cluster.serving.api_key_env
     api = Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None)
-    ours = [measure_decode(api, cluster.deploy.served_model_name, cluster.head.name) for _ in range(args.runs)]
-    out_len = int(statistics.median(r["completion_tokens"] for r in ours))
+    runs = []
+    for _ in range(args.runs):
+        reply, timed = measure_decode(api, cluster.deploy.served_model_name)
+        if problems := judge_decode_run(cluster.head.name, reply, timed, cluster.deploy.served_model_name):
+            print("\n".join(p.text for p in problems), file=sys.stderr)
+            return 1
+        runs.append(timed)
+    ours = medians(runs)
+    out_len = int(ours["completion_tokens"])
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "prompts.jsonl"
         data.write_text(json.dumps({"prompt": THROUGHPUT_PROMPT}) + "\n")
@@ -56,13 +63,12 @@ def main() -> int:
             print(f"vllm bench serve failed (exit {proc.returncode})", file=sys.stderr)
             return 1
         bench = json.loads(result.read_text())
-    ours_decode = statistics.median(r["decode_tok_s"] for r in ours)
-    ours_e2e = statistics.median(r["e2e_tok_s"] for r in ours)
+    ours_decode, ours_e2e = ours["decode_tok_s"], ours["e2e_tok_s"]
     vllm_decode = 1000 / bench["mean_tpot_ms"]
     print(f"server            {cluster.base_url} ({cluster.deploy.served_model_name})")
     print(f"output length     {out_len} tokens, concurrency 1, {args.runs} runs each")
     print(f"gb10check decode  {ours_decode:8.2f} tok/s (median; e2e {ours_e2e:.2f} tok/s, "
-          f"TTFT {1000 * statistics.median(r['ttft_s'] for r in ours):.0f} ms)")
+          f"TTFT {1000 * ours['ttft_s']:.0f} ms)")
     print(f"vllm bench decode {vllm_decode:8.2f} tok/s (1000 / mean TPOT {bench['mean_tpot_ms']:.2f} ms; "
           f"output throughput {bench['output_throughput']:.2f} tok/s, mean TTFT {bench['mean_ttft_ms']:.0f} ms)")
     print(f"ratio             {ours_decode / vllm_decode:8.3f} (gb10check / vllm bench)")

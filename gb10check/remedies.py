@@ -74,6 +74,8 @@ class Code(str, Enum):
     API_DOWN = "api-down"
     API_KEY = "api-key"
     API_ON_FOLLOWER = "api-on-follower"
+    API_TIMEOUT = "api-timeout"
+    API_ERROR = "api-error"
     MODEL_NOT_SERVED = "model-not-served"
     MODEL_ROOT = "model-root"
     MAX_MODEL_LEN = "max-model-len"
@@ -163,6 +165,11 @@ REMEDIES: dict[Code, str] = {
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",
     Code.API_ON_FOLLOWER: "{node} answers on the API port: its vLLM runs a full engine; start every rank but 0 with --headless",
+    Code.API_TIMEOUT: "the server took {request} but sent no answer in time: read rank 0's log; a follower that died or a "
+                      "rendezvous dropped by ufw leaves rank 0 hanging with no error (seed): stop every rank, start rank 0 "
+                      "first, then the followers",
+    Code.API_ERROR: "the server refused {request} with {status}: read the error and rank 0's log (docker compose logs); "
+                    "if a proxy sits in front of rank 0, test against rank 0 directly",
     Code.MODEL_NOT_SERVED: "start vLLM with --served-model-name {name} (clients ask for the model by that name)",
     Code.MODEL_ROOT: "the server loaded another checkpoint: set MODEL_ID={model} in every node's .env and restart the stack",
     Code.MAX_MODEL_LEN: "start vLLM with --max-model-len {value}",

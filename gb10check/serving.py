@@ -1,18 +1,30 @@
-"""Talking to the served API: plain HTTP with a deadline, the key as a bearer token, timings of a stream.
+"""Talking to the served API: chat through the `openai` client as users' applications do; /health, /metrics
+and /v1/models as plain HTTP; every request bounded by a timeout, client retries off so a failure is seen.
 
-The serving checks use raw HTTP rather than an SDK so that they read exactly what the server sent
-(both error envelopes, the reasoning field under either name, SSE lines as they arrive) and can
-time the first and the last token themselves. The API key is only ever put in a header: it is not
-in any message, repr or report.
+What comes back is turned into the facts the judges (gb10check/checks/serving.py) read:
+- a refused request is a `Reply` (HTTP status and the body as the server sent it, read with
+  facts.vllm_api.parse_error so both vLLM error envelopes read right); a request that got no answer in
+  time is a `Reply` with no status and what happened;
+- a completion is facts.vllm_api's ChatCompletion, a stream its Stream with client-side timings (`Timed`).
+The reasoning text is not a field the client declares: it arrives among the message's and the deltas'
+extra fields (pydantic `model_extra`), as `reasoning` (current vLLM) or `reasoning_content` (older).
+A server that cannot be reached at all raises ApiUnreachable: the checks cannot say anything then.
+
+The API key is only ever put in the client (and the Authorization header of the plain requests): it is
+not in any message, repr or report. Nothing else from the environment reaches the server: the client's
+own OPENAI_* variables (a user's key for api.openai.com, custom headers) are not read into requests.
 """
 
 import json
+import statistics
 import time
 from dataclasses import dataclass, field
 
+import openai
 import requests
+from openai._streaming import SSEDecoder
 
-from .facts.vllm_api import DONE, ParseError, Stream, parse_error, reassemble, sse_event
+from .facts.vllm_api import ChatCompletion, ParseError, Stream, completion_from, parse_error, reassemble
 
 
 class ApiUnreachable(Exception):
@@ -21,8 +33,10 @@ class ApiUnreachable(Exception):
 
 @dataclass
 class Reply:
-    status: int
+    """An HTTP answer (status, body as sent), or none at all in time (status None, `failure` says what happened)."""
+    status: int | None
     text: str
+    failure: str | None = None  # "no answer within 120 s": the request was sent, nothing came back
 
     def json(self):
         return json.loads(self.text)
@@ -30,6 +44,8 @@ class Reply:
     @property
     def error(self) -> str:
         """The server's error message, whichever envelope it used; the raw body when it is none of them."""
+        if self.status is None:
+            return self.failure or "no answer"
         try:
             return parse_error(self.text).message
         except ParseError:
@@ -46,6 +62,7 @@ class Timed:
     total_s: float
     token_chunks: int
     completion_tokens: int | None  # as the server reports it (stream_options.include_usage)
+    broken: str | None = None  # the stream ended by the client's error (connection lost, no chunk in time, unreadable event)
 
     @property
     def decode_tok_s(self) -> float | None:
@@ -60,72 +77,157 @@ class Timed:
         return self.completion_tokens / self.total_s if self.completion_tokens and self.total_s > 0 else None
 
 
+def reasoning_of(obj) -> tuple[str | None, str | None]:
+    """(text, field name) of the reasoning on a client message or delta: an extra field, under either name."""
+    extra = getattr(obj, "model_extra", None) or {}
+    for key in ("reasoning", "reasoning_content"):
+        value = extra.get(key, getattr(obj, key, None))
+        if isinstance(value, str) and value:
+            return value, key
+    return None, None
+
+
+# The create() parameters the client knows; anything else in a body (chat_template_kwargs ...) is vLLM's and
+# travels in extra_body.
+CLIENT_PARAMS = {"model", "messages", "temperature", "max_tokens", "max_completion_tokens", "tools", "tool_choice",
+                 "stream_options", "top_p", "n", "stop", "seed", "logprobs", "top_logprobs", "presence_penalty",
+                 "frequency_penalty", "response_format", "parallel_tool_calls"}
+
+
+class _DoneSeen(SSEDecoder):
+    """The client's SSE decoder, noting whether the stream ended with `data: [DONE]` (the client stops there silently)."""
+    done = False
+
+    def decode(self, line: str):
+        sse = super().decode(line)
+        if sse is not None and sse.data.startswith("[DONE]"):
+            self.done = True
+        return sse
+
+
+class _Client(openai.OpenAI):
+    def _make_sse_decoder(self) -> SSEDecoder:
+        return _DoneSeen()
+
+
 @dataclass
 class Api:
     base_url: str  # .../v1
     api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 120
+    _client: openai.OpenAI | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def root(self) -> str:
         """The server root (/health and /metrics live there, not under /v1)."""
         return self.base_url[: -len("/v1")] if self.base_url.rstrip("/").endswith("/v1") else self.base_url
 
+    @property
+    def client(self) -> openai.OpenAI:
+        """The `openai` client users' applications would use, retries off, bounded, holding the key (if any)."""
+        if self._client is None:
+            # An explicit Authorization header, so OPENAI_CUSTOM_HEADERS cannot replace it; without a key the
+            # header is omitted per request (the client refuses to send none otherwise), never OPENAI_API_KEY's.
+            headers = {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
+            if self.api_key:
+                headers["Authorization"] = f"Bearer {self.api_key}"
+            self._client = _Client(base_url=self.base_url, api_key=self.api_key or "", admin_api_key="",
+                                   default_headers=headers, max_retries=0, timeout=self.timeout_s,
+                                   _enforce_credentials=False)
+        return self._client
+
     def _headers(self) -> dict:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
-    def _request(self, method: str, url: str, **kw) -> requests.Response:
-        try:
-            return requests.request(method, url, headers=self._headers(), timeout=self.timeout_s, **kw)
-        except requests.RequestException as exc:
-            raise ApiUnreachable(f"{method} {url}: {type(exc).__name__}: {_reason(exc)}") from None
-
     def get(self, path: str, root: bool = False) -> Reply:
-        r = self._request("GET", (self.root if root else self.base_url) + path)
+        """Plain HTTP GET (/health, /metrics, /v1/models): the body exactly as the server sent it."""
+        url = (self.root if root else self.base_url) + path
+        try:
+            r = requests.get(url, headers=self._headers(), timeout=self.timeout_s)
+        except requests.ReadTimeout:  # connected, sent, nothing back in time (a connect timeout is unreachable)
+            return Reply(None, "", f"no answer within {self.timeout_s:g} s")
+        except requests.RequestException as exc:
+            raise ApiUnreachable(f"GET {url}: {type(exc).__name__}: {_reason(exc)}") from None
         return Reply(r.status_code, r.text)
 
-    def post(self, path: str, body: dict) -> Reply:
-        r = self._request("POST", self.base_url + path, json=body)
-        return Reply(r.status_code, r.text)
+    def _create(self, body: dict, stream: bool):
+        params = {k: v for k, v in body.items() if k in CLIENT_PARAMS}
+        extra = {k: v for k, v in body.items() if k not in CLIENT_PARAMS and k != "stream"}
+        return self.client.chat.completions.create(
+            **params, stream=stream, extra_body=extra or None, timeout=self.timeout_s,
+            extra_headers=None if self.api_key else {"Authorization": openai.Omit()})
 
-    def stream(self, path: str, body: dict) -> tuple[Reply | None, Timed | None]:
-        """POST with stream=true; (error reply, None) when the server refuses, else (None, timings)."""
+    def _no_answer(self, exc: openai.APIConnectionError, request: str) -> Reply:
+        """Sent but nothing back in time: a Reply without status. Not connected at all: ApiUnreachable."""
+        if isinstance(exc, openai.APITimeoutError) and type(exc.__cause__).__name__ != "ConnectTimeout":
+            return Reply(None, "", f"no answer within {self.timeout_s:g} s")
+        raise ApiUnreachable(f"{request.replace(' /', ' ' + self.base_url + '/', 1)}: {_cause(exc)}") from None
+
+    def chat(self, body: dict) -> tuple[Reply | None, ChatCompletion | None]:
+        """POST /chat/completions through the client: (the refusal, None) or (None, the completion's facts)."""
+        try:
+            completion = self._create(body, stream=False)
+        except openai.APIStatusError as exc:
+            return _refusal(exc), None
+        except openai.APIConnectionError as exc:
+            return self._no_answer(exc, "POST /chat/completions"), None
+        return None, completion_from(completion.to_dict(mode="json"))
+
+    def stream(self, body: dict) -> tuple[Reply | None, Timed | None]:
+        """The same, streamed: (the refusal, None), or (None, the stream's facts timed on the client)."""
         start = time.monotonic()
         try:
-            r = requests.post(self.base_url + path, json={**body, "stream": True}, headers=self._headers(),
-                              timeout=self.timeout_s, stream=True)
-        except requests.RequestException as exc:
-            raise ApiUnreachable(f"POST {self.base_url + path}: {type(exc).__name__}: {_reason(exc)}") from None
-        if r.status_code != 200:
-            return Reply(r.status_code, r.text), None
-        events, done, first, last, token_chunks = [], False, None, None, 0
-        with r:
-            for raw in r.iter_lines(decode_unicode=True):
-                event = sse_event(raw or "")
-                if event == DONE:
-                    done = True
-                    break
-                if event is None:
-                    continue
-                events.append(event)
-                if _carries_token(event):
-                    now = time.monotonic() - start
-                    first = now if first is None else first
-                    last = now
-                    token_chunks += 1
+            chunks = self._create(body, stream=True)
+        except openai.APIStatusError as exc:
+            return _refusal(exc), None
+        except openai.APIConnectionError as exc:
+            return self._no_answer(exc, "POST /chat/completions (stream)"), None
+        events, first, last, token_chunks, broken = [], None, None, 0, None
+        with chunks:
+            try:
+                for chunk in chunks:
+                    events.append(chunk.to_dict(mode="json"))
+                    if _carries_token(chunk):
+                        now = time.monotonic() - start
+                        first = now if first is None else first
+                        last = now
+                        token_chunks += 1
+            except openai.APITimeoutError:
+                broken = f"no chunk within {self.timeout_s:g} s after {len(events)} chunks"
+            except openai.APIConnectionError as exc:
+                broken = f"connection lost after {len(events)} chunks ({_cause(exc)})"
+            except openai.APIError as exc:  # an error event inside the stream: kept as the server sent it
+                events.append({"error": exc.body if isinstance(exc.body, (dict, str)) else exc.message})
+            except json.JSONDecodeError as exc:
+                broken = f"an event that is not JSON after {len(events)} chunks ({exc.msg})"
         total = time.monotonic() - start
+        done = bool(getattr(getattr(chunks, "_decoder", None), "done", False))
         s = reassemble(events)
         s.done = done
-        return None, Timed(s, done, first, last, total, token_chunks, s.completion_tokens)
+        return None, Timed(s, done, first, last, total, token_chunks, s.completion_tokens, broken)
 
 
-def _carries_token(event: dict) -> bool:
-    for choice in event.get("choices") or []:
-        delta = choice.get("delta") if isinstance(choice, dict) else None
-        if isinstance(delta, dict) and (delta.get("content") or delta.get("reasoning") or delta.get("reasoning_content")
-                                        or delta.get("tool_calls")):
+def _carries_token(chunk) -> bool:
+    for choice in chunk.choices or []:
+        delta = choice.delta
+        if delta is not None and (delta.content or delta.tool_calls or reasoning_of(delta)[0]):
             return True
     return False
+
+
+def _refusal(exc: openai.APIStatusError) -> Reply:
+    try:
+        text = exc.response.text
+    except Exception:  # a streamed response whose body was not read: the client's decoded copy
+        text = ""
+    if not text and exc.body is not None:
+        text = exc.body if isinstance(exc.body, str) else json.dumps(exc.body)
+    return Reply(exc.status_code, text)
+
+
+def _cause(exc: openai.APIConnectionError) -> str:
+    cause = exc.__cause__ or exc
+    return f"{type(cause).__name__}: {_reason(cause)}"
 
 
 def _reason(exc: Exception) -> str:
@@ -139,16 +241,24 @@ def _reason(exc: Exception) -> str:
 THROUGHPUT_PROMPT = "Count from 1 to 80, separated by spaces."  # the field report's request
 
 
-def measure_decode(api: Api, model: str, where: str, max_tokens: int = 400) -> dict:
-    """One run of the suite's throughput request (test_decode_throughput, bench/serving_throughput.py)."""
-    body = {"model": model, "messages": [{"role": "user", "content": THROUGHPUT_PROMPT}],
+def decode_request(model: str, max_tokens: int = 400) -> dict:
+    """The suite's throughput request (test_decode_throughput, bench/serving_throughput.py)."""
+    return {"model": model, "messages": [{"role": "user", "content": THROUGHPUT_PROMPT}],
             "temperature": 0, "max_tokens": max_tokens, "chat_template_kwargs": {"enable_thinking": False},
             "stream_options": {"include_usage": True}}
-    error, timed = api.stream("/chat/completions", body)
-    if error:
-        raise AssertionError(f"{where}: POST /chat/completions -> {error.status}: {error.error}")
-    if timed.decode_tok_s is None:
-        raise AssertionError(f"{where}: cannot time decoding: {timed.token_chunks} token chunks, "
-                             f"completion_tokens {timed.completion_tokens} (usage chunk missing?)")
-    return {"decode_tok_s": timed.decode_tok_s, "e2e_tok_s": timed.e2e_tok_s, "ttft_s": timed.ttft_s,
-            "completion_tokens": timed.completion_tokens}
+
+
+def measure_decode(api: Api, model: str, max_tokens: int = 400) -> tuple[Reply | None, Timed | None]:
+    """One run of the throughput request: (the refusal, None) or (None, its timings); judged by checks.serving."""
+    return api.stream(decode_request(model, max_tokens))
+
+
+def medians(runs: list[Timed]) -> dict[str, float]:
+    """Median decode and end-to-end tok/s and TTFT of timed runs (those that could be timed)."""
+    timed = [r for r in runs if r.decode_tok_s is not None]
+    if not timed:
+        return {}
+    return {"decode_tok_s": statistics.median(r.decode_tok_s for r in timed),
+            "e2e_tok_s": statistics.median(r.e2e_tok_s for r in timed),
+            "ttft_s": statistics.median(r.ttft_s for r in timed),
+            "completion_tokens": statistics.median(r.completion_tokens for r in timed), "runs": len(timed)}

@@ -1,0 +1,233 @@
+"""Serving: the API is up on rank 0 only, lets us in, serves the configured model, answers, reasons, calls
+tools, streams, takes max_num_seqs requests at once, and decodes fast enough.
+
+Pure judges over what gb10check.serving gathered (a `Reply` for a refused or unanswered request, the
+completion's or stream's facts from facts.vllm_api, client-side timings) and the cluster's settings.
+"""
+
+import json
+import statistics
+
+from ..cluster import Deploy, Serving
+from ..facts.vllm_api import ChatCompletion, ParseError, ToolCall, parse_models
+from ..remedies import Code
+from ..serving import Reply, Timed
+from ..verdict import Finding
+
+CHAT = "POST /chat/completions"
+
+
+def judge_refused(where: str, request: str, reply: Reply, model: str, code: Code = Code.API_ERROR,
+                  expected: str = "200", **params) -> list[Finding]:
+    """A request the server did not answer with 200: no answer in time, the model unknown, or the check's own code."""
+    if reply.status is None:
+        return [Finding(Code.API_TIMEOUT, where, f"{request} -> {reply.error}", f"{expected} within the timeout",
+                        request=request)]
+    if reply.status == 404 and model in reply.error:
+        return [Finding(Code.MODEL_NOT_SERVED, where, f"{request} -> 404: {reply.error}", f"{expected} for model {model!r}",
+                        name=model)]
+    return [Finding(code, where, f"{request} -> {reply.status}: {reply.error}", expected,
+                    request=request, status=reply.status, **params)]
+
+
+# ---- up, key, rank 0 only -----------------------------------------------------------------------
+
+def judge_health(where: str, health: Reply | None, unreachable: str | None, port: int) -> list[Finding]:
+    if health is None:
+        return [Finding(Code.API_DOWN, where, f"no answer: {unreachable}", "GET /health -> 200", port=port)]
+    if health.status != 200:
+        seen = f"GET /health -> {health.error}" if health.status is None else f"GET /health -> {health.status} {health.text[:200]!r}"
+        return [Finding(Code.API_DOWN, where, seen, "GET /health -> 200 (the engine is up)", port=port)]
+    return []
+
+
+def judge_api_key(where: str, models: Reply, key_sent: bool, env: str) -> list[Finding]:
+    if models.status in (401, 403):
+        sent = "a key from " + env if key_sent else f"no key ({env} is not set)"
+        return [Finding(Code.API_KEY, where, f"GET /v1/models -> {models.status} {models.error!r} with {sent}",
+                        "200 with the configured key (or no key required)", env=env)]
+    return []
+
+
+def judge_follower_port(node: str, port: int, accepts: bool) -> list[Finding]:
+    """Only rank 0 serves: a follower that accepts connections on the API port runs a full engine (no --headless)."""
+    if accepts:
+        return [Finding(Code.API_ON_FOLLOWER, node, f"port {port} accepts connections", f"port {port} closed on every rank but 0")]
+    return []
+
+
+# ---- the model served ---------------------------------------------------------------------------
+
+def judge_models(where: str, url: str, reply: Reply, deploy: Deploy) -> list[Finding]:
+    """GET /v1/models lists the served name, with the configured checkpoint as root and max_model_len (when reported)."""
+    if reply.status != 200:
+        return judge_refused(where, "GET /v1/models", reply, deploy.served_model_name, expected="200 with the model list")
+    try:
+        models = parse_models(reply.text)
+    except ParseError as exc:
+        return [Finding(Code.GARBLED, where, str(exc), "a /v1/models list", command=f"curl -s {url}")]
+    mine = [m for m in models if m.id == deploy.served_model_name]
+    if not mine:
+        return [Finding(Code.MODEL_NOT_SERVED, where, f"models {[m.id for m in models]}", f"{deploy.served_model_name!r} listed",
+                        name=deploy.served_model_name)]
+    m = mine[0]
+    findings = []
+    if m.root is not None and m.root != deploy.model_id:
+        findings.append(Finding(Code.MODEL_ROOT, where, f"root {m.root!r}", f"root {deploy.model_id!r}", model=deploy.model_id))
+    if m.max_model_len is not None and m.max_model_len != deploy.max_model_len:  # None: older vLLM, not reported
+        findings.append(Finding(Code.MAX_MODEL_LEN, where, f"max_model_len {m.max_model_len}", f"max_model_len {deploy.max_model_len}",
+                                value=deploy.max_model_len))
+    return findings
+
+
+def judge_unknown_model(where: str, reply: Reply | None, model: str) -> list[Finding]:
+    """A model the server does not serve is a 404 that names it (clients show that message to people)."""
+    if reply is None:  # the server answered 200
+        return [Finding(Code.ERROR_STATUS, where, f"200 (an answer) for model {model!r}", "404 naming the unknown model", status=200)]
+    if reply.status is None:
+        return [Finding(Code.API_TIMEOUT, where, f"{CHAT} -> {reply.error}", "404 naming the unknown model", request=CHAT)]
+    if reply.status != 404:
+        return [Finding(Code.ERROR_STATUS, where, f"{reply.status} {reply.error}", "404 naming the unknown model", status=reply.status)]
+    if model not in reply.error:
+        return [Finding(Code.ERROR_STATUS, where, f"404 without naming the model: {reply.error!r}", "404 naming the unknown model",
+                        status=404)]
+    return []
+
+
+METRIC_NAMES = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # current name, older name
+
+
+def kv_cache_usage(text: str) -> float | None:
+    """The KV cache usage gauge (0..1) in a Prometheus /metrics body, under either name; None when absent or unreadable."""
+    for line in text.splitlines():
+        if line.startswith(METRIC_NAMES):
+            try:
+                return float(line.rsplit(" ", 1)[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def judge_metrics(where: str, reply: Reply) -> list[Finding]:
+    if reply.status != 200:
+        seen = f"GET -> {reply.error}" if reply.status is None else f"GET -> {reply.status}"
+        return [Finding(Code.METRICS, where, seen, "200 with Prometheus metrics")]
+    if kv_cache_usage(reply.text) is None:
+        return [Finding(Code.METRICS, where, "no vllm:kv_cache_usage_perc (or vllm:gpu_cache_usage_perc) sample",
+                        "the KV cache usage gauge")]
+    return []
+
+
+# ---- answers ------------------------------------------------------------------------------------
+
+def judge_answer(where: str, reply: Reply | None, c: ChatCompletion | None, serving: Serving, model: str) -> list[Finding]:
+    if reply is not None:
+        return judge_refused(where, CHAT, reply, model)
+    if serving.basic_expect not in (c.content or ""):
+        return [Finding(Code.ANSWER_WRONG, where, f"{(c.content or '')[:300]!r} to {serving.basic_prompt!r}",
+                        f"an answer containing {serving.basic_expect!r}")]
+    return []
+
+
+def judge_reasoning(where: str, reply: Reply | None, c: ChatCompletion | None, parser: str, model: str) -> list[Finding]:
+    """With enable_thinking, the reasoning comes apart from the content (`reasoning` or `reasoning_content`)."""
+    if reply is not None:
+        return judge_refused(where, CHAT, reply, model)
+    findings = []
+    if not (c.reasoning or "").strip():
+        findings.append(Finding(Code.REASONING_MISSING, where, f"no reasoning field; content {(c.content or '')[:200]!r}",
+                                "non-empty message.reasoning (or reasoning_content) with enable_thinking", parser=parser))
+    if "<think>" in (c.content or "") or "</think>" in (c.content or ""):
+        findings.append(Finding(Code.REASONING_MISSING, where, f"think tags in content {(c.content or '')[:200]!r}",
+                                "reasoning split out of the content", parser=parser))
+    if c.reasoning_tokens is not None and c.reasoning_tokens <= 0 and (c.reasoning or "").strip():
+        findings.append(Finding(Code.REASONING_MISSING, where, f"usage reasoning_tokens {c.reasoning_tokens}",
+                                "reasoning_tokens > 0", parser=parser))
+    return findings
+
+
+def judge_tool_call(where: str, reply: Reply | None, finish: str | None, calls: list[ToolCall], parser: str,
+                    model: str, streamed: bool = False) -> list[Finding]:
+    """One get_weather call with JSON arguments valid for its schema, finish_reason 'tool_calls'."""
+    if reply is not None:
+        if reply.status is None or (reply.status == 404 and model in reply.error):
+            return judge_refused(where, CHAT, reply, model)
+        return [Finding(Code.TOOL_CALL_MISSING, where, f"{reply.status}: {reply.error}",
+                        "200 with a streamed tool call" if streamed else "200 with a tool call", parser=parser)]
+    where = f"{where} (streamed)" if streamed else where
+    if finish != "tool_calls" or not calls:
+        return [Finding(Code.TOOL_CALL_MISSING, where, f"finish_reason {finish!r}, {len(calls)} tool calls",
+                        "finish_reason 'tool_calls' with a get_weather call", parser=parser)]
+    call = calls[0]
+    if call.name != "get_weather":
+        return [Finding(Code.TOOL_CALL_MISSING, where, f"function {call.name!r}", "function 'get_weather'", parser=parser)]
+    try:
+        args = json.loads(call.arguments)
+    except json.JSONDecodeError:
+        return [Finding(Code.TOOL_CALL_MISSING, where, f"arguments {call.arguments[:200]!r} (not JSON)",
+                        "JSON arguments", parser=parser)]
+    if not isinstance(args, dict) or not isinstance(args.get("city"), str):
+        return [Finding(Code.TOOL_CALL_MISSING, where, f"arguments {args!r}",
+                        "arguments valid for the tool's schema: {'city': <string>}", parser=parser)]
+    return []
+
+
+def judge_stream(where: str, reply: Reply | None, timed: Timed | None, model: str) -> list[Finding]:
+    """Several token chunks, a usage chunk (stream_options.include_usage), then [DONE]; no error inside."""
+    if reply is not None:
+        return judge_refused(where, f"streaming {CHAT}", reply, model)
+    problems = []
+    if timed.stream.error:
+        problems.append(f"an error event in the stream: {timed.stream.error}")
+    if timed.broken:
+        problems.append(timed.broken)
+    if timed.token_chunks < 2:
+        problems.append(f"{timed.token_chunks} chunks with tokens (expected several)")
+    if not timed.done:
+        problems.append("no 'data: [DONE]' at the end")
+    if not timed.stream.usage_chunk or not timed.completion_tokens:
+        problems.append("no usage chunk although stream_options.include_usage was set")
+    if problems:
+        return [Finding(Code.STREAM_BROKEN, where, "; ".join(problems), "token chunks, a usage chunk, then [DONE]")]
+    return []
+
+
+def judge_concurrency(where: str, replies: list[Reply | None], model: str) -> list[Finding]:
+    """max_num_seqs requests sent at once are all answered (None: answered)."""
+    n = len(replies)
+    failed = [(i, r) for i, r in enumerate(replies) if r is not None]
+    if not failed:
+        return []
+    first = failed[0][1]
+    if len(failed) == n and all(r.status == first.status for _, r in failed) and first.status == 404 and model in first.error:
+        return judge_refused(where, CHAT, first, model)  # every request refused alike: one request would be too
+    text = "; ".join(f"#{i}: {r.status if r.status is not None else 'no answer'} {r.error}" for i, r in failed)
+    return [Finding(Code.CONCURRENCY, where, f"{len(failed)} of {n} failed: {text[:400]}",
+                    f"all {n} (max_num_seqs) requests at once answered", value=n)]
+
+
+# ---- decode speed -------------------------------------------------------------------------------
+
+def judge_decode_run(where: str, reply: Reply | None, timed: Timed | None, model: str) -> list[Finding]:
+    """One throughput run can be timed: answered, streamed tokens, and the server's completion_tokens (usage chunk)."""
+    if reply is not None:
+        return judge_refused(where, CHAT, reply, model)
+    if timed.decode_tok_s is None:
+        seen = f"cannot time decoding: {timed.token_chunks} token chunks, completion_tokens {timed.completion_tokens}"
+        seen += f" ({timed.broken})" if timed.broken else " (usage chunk missing?)"
+        return [Finding(Code.STREAM_BROKEN, where, seen, "token chunks and a usage chunk (stream_options.include_usage)")]
+    return []
+
+
+def judge_decode(where: str, runs: list[Timed], minimum: float) -> list[Finding]:
+    """The median decode tok/s of the runs against serving.min_decode_tok_s."""
+    rates = [r.decode_tok_s for r in runs if r.decode_tok_s is not None]
+    if not rates:
+        return [Finding(Code.STREAM_BROKEN, where, f"none of {len(runs)} runs could be timed",
+                        "token chunks and a usage chunk (stream_options.include_usage)")]
+    decode = statistics.median(rates)
+    e2e = statistics.median(r.e2e_tok_s for r in runs if r.decode_tok_s is not None)
+    if decode < minimum:
+        return [Finding(Code.DECODE_SLOW, where, f"decode {decode:.1f} tok/s (median of {len(rates)}; end-to-end {e2e:.1f} tok/s)",
+                        f">= {minimum:g} tok/s (serving.min_decode_tok_s)")]
+    return []

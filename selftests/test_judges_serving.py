@@ -1,0 +1,246 @@
+"""The serving judges (gb10check/checks/serving.py), pure: facts in, findings out; real captured API bodies
+where we have them (../shared/captures/vllm_api), else what vLLM sends. No server, milliseconds each."""
+
+import pytest
+
+from gb10check.checks import serving as sv
+from gb10check.cluster import Serving, load_cluster
+from gb10check.facts.vllm_api import ToolCall, parse_chat, parse_sse, reassemble
+from gb10check.remedies import Code
+from gb10check.serving import Reply, Timed
+
+from .conftest import REPO, read_capture
+
+HEAD = "thinkstationpgx-30"
+MODEL = "smollm2-135m"
+
+
+def deploy(**over):
+    return load_cluster(REPO / "cluster.example.yaml").deploy.model_copy(update=over)
+
+
+def codes(findings):
+    return [(f.code, f.warning) for f in findings]
+
+
+def timed(stream, done=True, ttft=0.5, last=2.5, total=3.0, chunks=10, tokens=None, broken=None):
+    return Timed(stream, done, ttft, last, total, chunks, stream.completion_tokens if tokens is None else tokens, broken)
+
+
+# ---- refusals common to every request -------------------------------------------------------------
+
+def test_a_404_naming_the_model_is_model_not_served_with_the_servers_text():
+    reply = Reply(404, read_capture("vllm_api/error-404-model-not-found-nested-envelope-llm-d-dgxspark-idx61634039117.json"))
+    [f] = sv.judge_refused(HEAD, sv.CHAT, reply, "does-not-exist-model")
+    assert f.code == Code.MODEL_NOT_SERVED
+    assert f.text.startswith(f"[model-not-served] {HEAD}: saw POST /chat/completions -> 404: The model `does-not-exist-model` "
+                             "does not exist.; expected 200 for model 'does-not-exist-model'")
+    assert "--served-model-name does-not-exist-model" in f.text
+
+
+def test_a_route_404_is_not_blamed_on_the_model_name():
+    reply = Reply(404, read_capture("vllm_api/route-404-fastapi-detail-not-found-vllm-0.17.1-gb10-idx52511083852.json"))
+    [f] = sv.judge_refused(HEAD, sv.CHAT, reply, MODEL)
+    assert f.code == Code.API_ERROR and "404: Not Found" in f.seen and "refused POST /chat/completions with 404" in f.text
+
+
+def test_no_answer_in_time_is_api_timeout():
+    [f] = sv.judge_refused(HEAD, sv.CHAT, Reply(None, "", "no answer within 120 s"), MODEL)
+    assert f.code == Code.API_TIMEOUT and "no answer within 120 s" in f.seen and "hanging" in f.text
+
+
+# ---- up, key, rank 0 only ---------------------------------------------------------------------------
+
+def test_health():
+    where = f"{HEAD} http://198.18.0.10:20001"
+    assert sv.judge_health(where, Reply(200, ""), None, 20001) == []
+    unreachable = "GET http://198.18.0.10:20001/health: ConnectionError: Connection refused"
+    [f] = sv.judge_health(where, None, unreachable, 20001)
+    assert f.text.startswith(f"[api-down] {where}: saw no answer: {unreachable}; expected GET /health -> 200\n"
+                             "  fix: start the stack (rank 0 first")
+    [f] = sv.judge_health(where, Reply(503, "loading"), None, 20001)
+    assert f.code == Code.API_DOWN and f.seen == "GET /health -> 503 'loading'" and "(20001)" in f.text
+
+
+def test_api_key():
+    assert sv.judge_api_key(HEAD, Reply(200, "{}"), False, "GB10CHECK_API_KEY") == []
+    [f] = sv.judge_api_key(HEAD, Reply(401, '{"error":"Unauthorized"}'), False, "GB10CHECK_API_KEY")
+    assert f.seen == "GET /v1/models -> 401 'Unauthorized' with no key (GB10CHECK_API_KEY is not set)"
+    assert "export it in GB10CHECK_API_KEY" in f.text
+    [f] = sv.judge_api_key(HEAD, Reply(401, '{"error":"Unauthorized"}'), True, "GB10CHECK_API_KEY")
+    assert "with a key from GB10CHECK_API_KEY" in f.seen
+
+
+def test_follower_port():
+    assert sv.judge_follower_port("thinkstationpgx-32", 20001, False) == []
+    [f] = sv.judge_follower_port("thinkstationpgx-32", 20001, True)
+    assert f.code == Code.API_ON_FOLLOWER and "--headless" in f.text
+
+
+# ---- the model served -------------------------------------------------------------------------------
+
+MODELS_3 = "vllm_api/v1-models-3-served-names-gb10-jethac.json"
+
+
+def test_models_listed_with_root_and_max_model_len():
+    reply = Reply(200, read_capture(MODELS_3))
+    assert sv.judge_models(HEAD, "u", reply, deploy(served_model_name="gemma4-fast", model_id="/models/target",
+                                                    max_model_len=262144)) == []
+    found = sv.judge_models(HEAD, "u", reply, deploy(served_model_name="gemma4-fast", model_id="google/gemma-4",
+                                                     max_model_len=131072))
+    assert [f.code for f in found] == [Code.MODEL_ROOT, Code.MAX_MODEL_LEN]
+    assert found[1].seen == "max_model_len 262144" and "--max-model-len 131072" in found[1].text
+
+
+def test_model_not_listed_names_what_is():
+    [f] = sv.judge_models(HEAD, "u", Reply(200, read_capture(MODELS_3)), deploy(served_model_name="smollm2-135m"))
+    assert f.text.startswith(f"[model-not-served] {HEAD}: saw models ['gemma4-aeon-uncensored', 'gemma4-fast', 'gemma4-deep']; "
+                             "expected 'smollm2-135m' listed\n  fix: start vLLM with --served-model-name smollm2-135m")
+
+
+def test_models_refused_or_garbled():
+    [f] = sv.judge_models(HEAD, "u", Reply(500, '{"object":"error","message":"boom","code":500}'), deploy())
+    assert f.code == Code.API_ERROR and f.seen == "GET /v1/models -> 500: boom"
+    [f] = sv.judge_models(HEAD, "http://h/v1/models", Reply(200, '{"object":"list","data":[{"id":'), deploy())
+    assert f.code == Code.GARBLED and "curl -s http://h/v1/models" in f.text
+
+
+def test_unknown_model():
+    nested = read_capture("vllm_api/error-404-model-not-found-nested-envelope-llm-d-dgxspark-idx61634039117.json")
+    assert sv.judge_unknown_model(HEAD, Reply(404, nested), "does-not-exist-model") == []
+    [f] = sv.judge_unknown_model(HEAD, Reply(404, '{"detail":"Not Found"}'), "does-not-exist-model")
+    assert f.code == Code.ERROR_STATUS and f.seen == "404 without naming the model: 'Not Found'"
+    [f] = sv.judge_unknown_model(HEAD, Reply(400, read_capture("vllm_api/error-400-bad-request-flat-legacy-envelope-vllm-docs-matryoshka.json")),
+                                 "x")
+    assert f.code == Code.ERROR_STATUS and f.seen.startswith("400 Model \"BAAI/bge-m3\"") and "answered an unknown model with 400" in f.text
+    [f] = sv.judge_unknown_model(HEAD, None, "x")
+    assert f.code == Code.ERROR_STATUS and f.seen.startswith("200")
+    assert sv.judge_unknown_model(HEAD, Reply(None, "", "no answer within 5 s"), "x")[0].code == Code.API_TIMEOUT
+
+
+METRICS = """# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="smollm2-135m"} 0.015
+"""
+
+
+def test_metrics():
+    assert sv.judge_metrics(HEAD, Reply(200, METRICS)) == [] and sv.kv_cache_usage(METRICS) == 0.015
+    older = 'vllm:gpu_cache_usage_perc{model_name="m"} 0.5\n'
+    assert sv.judge_metrics(HEAD, Reply(200, older)) == [] and sv.kv_cache_usage(older) == 0.5
+    [f] = sv.judge_metrics(HEAD, Reply(200, "# nothing\nprocess_cpu_seconds_total 3.0\n"))
+    assert f.code == Code.METRICS and "no vllm:kv_cache_usage_perc" in f.seen
+    assert sv.judge_metrics(HEAD, Reply(404, "Not Found"))[0].seen == "GET -> 404"
+
+
+# ---- answers ---------------------------------------------------------------------------------------
+
+ANSWER_IN_REASONING = ("vllm_api/chat-completion-vllm-0.26.0-content-null-answer-in-reasoning-routed_experts-"
+                       "ec_transfer_params-qwen3.5-0.8b-djangodevreng.json")
+
+
+def test_answer():
+    s = Serving()
+    ok = parse_chat('{"choices":[{"index":0,"message":{"role":"assistant","content":"3! = 6."},"finish_reason":"stop"}]}')
+    assert sv.judge_answer(HEAD, None, ok, s, MODEL) == []
+    [f] = sv.judge_answer(HEAD, None, parse_chat(read_capture(ANSWER_IN_REASONING)), s, MODEL)
+    assert f.text.startswith(f"[answer-wrong] {HEAD}: saw '' to 'Answer in one sentence: what is the factorial of 3?'; "
+                             "expected an answer containing '6'")
+    [f] = sv.judge_answer(HEAD, Reply(500, '{"error":{"message":"EngineCore died","type":"InternalServerError","code":500}}'),
+                          None, s, MODEL)
+    assert f.code == Code.API_ERROR and f.seen == "POST /chat/completions -> 500: EngineCore died"
+
+
+def test_reasoning():
+    c = parse_chat(read_capture(ANSWER_IN_REASONING))  # reasoning under `reasoning`, answer kept in it: reasoning present
+    assert c.reasoning_field == "reasoning" and sv.judge_reasoning(HEAD, None, c, "qwen3", MODEL) == []
+    old = parse_chat('{"choices":[{"index":0,"message":{"role":"assistant","content":"4","reasoning_content":"2+2"},'
+                     '"finish_reason":"stop"}]}')
+    assert sv.judge_reasoning(HEAD, None, old, "qwen3", MODEL) == []
+    none = parse_chat('{"choices":[{"index":0,"message":{"role":"assistant","content":"<think>hm</think>The answer is 4."},'
+                      '"finish_reason":"stop"}]}')
+    found = sv.judge_reasoning(HEAD, None, none, "qwen3", MODEL)
+    assert codes(found) == [(Code.REASONING_MISSING, False)] * 2
+    assert found[0].text.startswith(f"[reasoning-missing] {HEAD}: saw no reasoning field; content '<think>hm</think>The answer is 4.'; "
+                                    "expected non-empty message.reasoning")
+    assert "--reasoning-parser qwen3" in found[0].text and "think tags in content" in found[1].seen
+
+
+def test_tool_call():
+    ok = [ToolCall("c1", "get_weather", '{"city": "Paris"}')]
+    assert sv.judge_tool_call(HEAD, None, "tool_calls", ok, "hermes", MODEL) == []
+    [f] = sv.judge_tool_call(HEAD, None, "stop", [], "hermes", MODEL)
+    assert f.seen == "finish_reason 'stop', 0 tool calls"
+    [f] = sv.judge_tool_call(HEAD, None, "tool_calls", [ToolCall("c1", "get_weather", '{"town": 1}')], "hermes", MODEL, streamed=True)
+    assert f.where == f"{HEAD} (streamed)" and "{'city': <string>}" in f.expected
+    [f] = sv.judge_tool_call(HEAD, None, "tool_calls", [ToolCall("c1", "get_weather", "{city")], "hermes", MODEL)
+    assert "(not JSON)" in f.seen
+
+
+def test_tool_call_from_a_captured_stream_of_another_tool():
+    s = parse_sse(read_capture("vllm_api/sse-tool_calls-stream-2-tools-qwen3-coder-next-usage-DONE-idx51976516683.txt"))
+    [f] = sv.judge_tool_call(HEAD, None, s.finish_reason, s.tool_calls, "qwen3_xml", MODEL, streamed=True)
+    assert f.code == Code.TOOL_CALL_MISSING and f.seen == "function 'write'"
+
+
+def test_tool_call_refused_keeps_the_servers_reason_and_parser_fix():
+    reply = Reply(400, '{"error":{"message":"\\"auto\\" tool choice requires --enable-auto-tool-choice and --tool-call-parser '
+                       'to be set","type":"BadRequestError","param":null,"code":400}}')
+    for streamed in (False, True):
+        [f] = sv.judge_tool_call(HEAD, reply, None, [], "hermes", MODEL, streamed=streamed)
+        assert f.text.startswith(f"[tool-call-missing] {HEAD}: saw 400: \"auto\" tool choice requires")
+        assert "fix: start vLLM with --enable-auto-tool-choice --tool-call-parser hermes" in f.text
+    nf = Reply(404, '{"error":{"message":"The model `smollm2-135m` does not exist.","type":"NotFoundError","code":404}}')
+    assert sv.judge_tool_call(HEAD, nf, None, [], "hermes", MODEL)[0].code == Code.MODEL_NOT_SERVED
+
+
+TAIL = "vllm_api/sse-stream-tail-stop-usage-only-chunk-DONE-vllm-omni-pr2313.txt"
+
+
+def test_stream():
+    s = parse_sse(read_capture(TAIL))
+    assert s.done and s.usage_chunk and s.completion_tokens == 113
+    assert sv.judge_stream(HEAD, None, timed(s, chunks=3), MODEL) == []
+    [f] = sv.judge_stream(HEAD, None, timed(s, chunks=1, done=False, broken="connection lost after 2 chunks (RemoteProtocolError)"),
+                          MODEL)
+    assert f.code == Code.STREAM_BROKEN
+    assert f.seen == "connection lost after 2 chunks (RemoteProtocolError); 1 chunks with tokens (expected several); no 'data: [DONE]' at the end"
+    no_usage = reassemble([{"choices": [{"index": 0, "delta": {"content": "a"}}]}])
+    assert "no usage chunk" in sv.judge_stream(HEAD, None, timed(no_usage), MODEL)[0].seen
+    refused = Reply(404, '{"object":"error","message":"The model `smollm2-135m` does not exist.","code":404}')
+    [f] = sv.judge_stream(HEAD, refused, None, MODEL)
+    assert f.code == Code.MODEL_NOT_SERVED and f.seen.startswith("streaming POST /chat/completions -> 404: The model")
+
+
+def test_concurrency():
+    assert sv.judge_concurrency(HEAD, [None] * 4, MODEL) == []
+    busy = Reply(503, '{"error":{"message":"too many requests","type":"ServiceUnavailable","code":503}}')
+    [f] = sv.judge_concurrency(HEAD, [None, busy, None, Reply(None, "", "no answer within 120 s")], MODEL)
+    assert f.code == Code.CONCURRENCY and f.seen == "2 of 4 failed: #1: 503 too many requests; #3: no answer no answer within 120 s"
+    assert "--max-num-seqs to 4" in f.text
+    nf = Reply(404, '{"object":"error","message":"The model `smollm2-135m` does not exist.","code":404}')
+    [f] = sv.judge_concurrency(HEAD, [nf] * 4, MODEL)
+    assert f.code == Code.MODEL_NOT_SERVED  # every request refused alike: not a concurrency limit
+
+
+# ---- decode speed -----------------------------------------------------------------------------------
+
+def test_decode_run_and_median():
+    s = parse_sse(read_capture(TAIL))  # 113 completion tokens
+    good = timed(s, ttft=0.5, last=5.5)  # 112 tokens over 5 s: 22.4 tok/s
+    assert sv.judge_decode_run(HEAD, None, good, MODEL) == []
+    assert sv.judge_decode(HEAD, [good], 20.0) == []
+    [f] = sv.judge_decode(HEAD, [good, timed(s, ttft=0.5, last=12.5, total=13.0)], 25.0)
+    assert f.text.startswith(f"[decode-slow] {HEAD}: saw decode 15.9 tok/s (median of 2; end-to-end")  # (22.4 + 9.3) / 2
+    assert "expected >= 25 tok/s (serving.min_decode_tok_s)" in f.text
+    [f] = sv.judge_decode_run(HEAD, None, timed(reassemble([]), tokens=None), MODEL)
+    assert f.code == Code.STREAM_BROKEN and f.seen == "cannot time decoding: 10 token chunks, completion_tokens None (usage chunk missing?)"
+    nf = Reply(404, '{"object":"error","message":"The model `smollm2-135m` does not exist.","code":404}')
+    assert sv.judge_decode_run(HEAD, nf, None, MODEL)[0].code == Code.MODEL_NOT_SERVED
+    assert sv.judge_decode(HEAD, [], 20.0)[0].code == Code.STREAM_BROKEN
+
+
+@pytest.mark.parametrize("code", [Code.API_TIMEOUT, Code.API_ERROR])
+def test_new_codes_print_their_fix(code):
+    f = sv.judge_refused(HEAD, sv.CHAT, Reply(None if code == Code.API_TIMEOUT else 502, "", "no answer within 1 s"), MODEL)[0]
+    assert f.code == code and "{" not in f.text.split("fix: ")[1]
