@@ -1,2 +1,3 @@
-# The suite's fixtures (cluster, node, link_pair, node_pair, head, api) live in gb10check.plugin.
+# gb10check's pytest plugin (--cluster, --report-dir, the private parametrization); it is also an entry point of the
+# installed package. The suite's fixtures are loaded by tests/conftest.py, for the suite's tests only.
 pytest_plugins = ["gb10check.plugin"]

@@ -30,7 +30,7 @@ def node_mem_available(node: str) -> float:
 def once(poll_s: float) -> float:
     path = control.up(2, quiet=True)
     cluster = load_cluster(path)
-    follower = sorted(cluster.nodes, key=lambda n: n.rank)[1].name
+    follower = cluster.by_rank()[1].name
     avail = node_mem_available(follower)
     wd = cluster.deploy.watchdog.model_copy(update={"min_mem_available": avail - 4.5, "poll_interval_s": poll_s})
     cluster = cluster.model_copy(update={"deploy": cluster.deploy.model_copy(update={"watchdog": wd})})
@@ -52,7 +52,7 @@ def once(poll_s: float) -> float:
         stopped = time.time()
         if "watchdog" not in str(exc):
             raise SystemExit(f"the deploy failed for another reason: {exc}")
-    down(launcher, [n.name for n in sorted(cluster.nodes, key=lambda n: n.rank)], say=lambda m: None)
+    down(launcher, [n.name for n in cluster.by_rank()], say=lambda m: None)
     launcher.close()
     control.down(quiet=True)
     return stopped - crossed[0]

@@ -136,9 +136,9 @@ def cmd_size(args: argparse.Namespace) -> int:
 
 
 def cluster_file(arg: str | None) -> str:
-    import os
+    from .cluster import cluster_file_path
 
-    return arg or os.environ.get("GB10CHECK_CLUSTER") or "cluster.yaml"
+    return str(cluster_file_path(arg))
 
 
 def cluster_from(arg: str | None):
@@ -156,7 +156,7 @@ def connected(cluster):
     """Every node of the cluster over the suite's remote layer, in rank order; closed afterwards."""
     from .remote import RemoteNode
 
-    nodes = [RemoteNode(n, cluster.ssh) for n in sorted(cluster.nodes, key=lambda n: n.rank)]
+    nodes = [RemoteNode(n, cluster.ssh) for n in cluster.by_rank()]
     try:
         yield nodes
     finally:
@@ -226,7 +226,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     cluster = cluster_from(args.cluster)
     launcher = ComposeLauncher(cluster)
     try:
-        return 0 if down(launcher, [n.name for n in sorted(cluster.nodes, key=lambda n: n.rank)]) else 1
+        return 0 if down(launcher, [n.name for n in cluster.by_rank()]) else 1
     finally:
         launcher.close()
 
@@ -236,7 +236,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     from .stage import gate
 
-    path = Path(args.cluster or os.environ.get("GB10CHECK_CLUSTER") or "cluster.yaml")
+    path = Path(cluster_file(args.cluster))
     if not path.exists():
         print(f"gb10check gate: no cluster file at {path}", file=sys.stderr)
         return 2

@@ -208,7 +208,7 @@ class Cluster(Strict):
 
     @property
     def followers(self) -> list[Node]:
-        return sorted((n for n in self.nodes if n.rank != 0), key=lambda n: n.rank)
+        return self.by_rank()[1:]
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
@@ -217,10 +217,14 @@ class Cluster(Strict):
         return [(other, ol) for other in self.nodes if other.name != node.name for ol in other.links
                 if ol.address.network == link.address.network]
 
+    def by_rank(self) -> list[Node]:
+        """The nodes in rank order: rank 0 (the head) first."""
+        return sorted(self.nodes, key=lambda n: n.rank)
+
     def link_pairs(self) -> list["LinkPair"]:
         """Every cable (or switch path): one pair per two nodes sharing a link subnet, lower rank first."""
         pairs = []
-        for a, b in itertools.combinations(sorted(self.nodes, key=lambda n: n.rank), 2):
+        for a, b in itertools.combinations(self.by_rank(), 2):
             for la in a.links:
                 for lb in b.links:
                     if la.address.network == lb.address.network:
@@ -287,6 +291,32 @@ def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
         msg = err["msg"].removeprefix("Value error, ")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ClusterError(f"{source}: {where + ': ' if where else ''}{msg}{more}") from None
+
+
+DEFAULT_FILE = "cluster.yaml"
+
+
+def cluster_file_path(given: str | os.PathLike | None = None) -> Path:
+    """The one lookup of the cluster file: the given path, else $GB10CHECK_CLUSTER, else ./cluster.yaml."""
+    return Path(given or os.environ.get("GB10CHECK_CLUSTER") or DEFAULT_FILE)
+
+
+def runner_problems(ssh: Ssh) -> list[str]:
+    """What on the runner itself would fail every check of every node: say it once, before any test, with the fix."""
+    problems = []
+    kh = Path(ssh.known_hosts)
+    if not kh.is_file():
+        problems.append(f"known_hosts file {kh} (ssh.known_hosts) does not exist, so no host key can be verified: create it "
+                        f"with the nodes' keys (ssh-keyscan -p PORT NODE >> {kh}, after checking each fingerprint)")
+    elif not os.access(kh, os.R_OK):
+        problems.append(f"known_hosts file {kh} (ssh.known_hosts) is not readable by this user: chmod 644 {kh} or run as its owner")
+    key = Path(ssh.identity_file)
+    if key.exists() and not os.access(key, os.R_OK):
+        problems.append(f"key file {key} (ssh.identity_file) is not readable by this user: run as its owner (keep it mode 600)")
+    elif not key.exists() and not os.environ.get("SSH_AUTH_SOCK"):
+        problems.append(f"key file {key} (ssh.identity_file) does not exist and no ssh-agent is running: point ssh.identity_file "
+                        "at the runner's private key, or start ssh-agent and add it")
+    return problems
 
 
 def load_cluster(path: str | Path) -> Cluster:

@@ -20,7 +20,7 @@ def parsed(node: RemoteNode, kind: str, command: str, sudo: bool = False, ok_cod
         return facts.parse(kind, text)
     except facts.ParseError as exc:
         report([Finding(Code.GARBLED, node.name, f"{exc} (exit {result.rc})", f"{facts.KINDS[kind].what} output",
-                        command=command)])
+                        command=command, kind=kind)])
 
 
 def text(node: RemoteNode, command: str, sudo: bool = False) -> str:

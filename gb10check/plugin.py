@@ -1,17 +1,20 @@
-"""The pytest side: the cluster file becomes fixtures over the nodes.
+"""The pytest plugin: installed for the whole environment, so it stays out of other people's tests.
 
-- `cluster`: the validated definition (--cluster PATH, else $GB10CHECK_CLUSTER, else ./cluster.yaml).
-- `node`: one test per node, id = node name; `.host` is a testinfra host, `.run()` a bounded command.
-- `link_pair`: one test per cable/link between two nodes, id = "a:netdev--b:netdev".
-- `follower`: one test per node but rank 0 (parity checks compare it with rank 0).
-- `node_link`: one test per link of each node, id = "node:netdev".
-- `path`: one test per direction of each link, id = "a:netdev->b:netdev".
-- `node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
-- `measurements`: records figures (Gb/s, tok/s ...) that the run prints at its end.
-- `head`: rank 0. `api`: the served API (plain HTTP, bearer key from serving.api_key_env).
---report-dir=DIR writes report.md and report.html from what the checks recorded; a passed
-preflight+network run records the stage status that `gb10check gate` reads before a deployment.
-A node that cannot be reached fails its own tests with one line; the others run.
+It adds --cluster and --report-dir, parametrizes only names of its own (`_gb10check_node`,
+`_gb10check_path` ...: testinfra's `_testinfra_host` trick), and records only tests that carry a
+stage marker (preflight, network, serving). The names the suite's tests use (`node`, `path`,
+`cluster`, `api` ...) are fixtures in gb10check/fixtures.py, loaded by tests/conftest.py for the
+suite's own tests and nowhere else: a user's test with a `node` or `path` of its own runs untouched.
+
+- `_gb10check_node`: one test per node, id = node name.
+- `_gb10check_follower`: one test per node but rank 0 (parity checks compare it with rank 0).
+- `_gb10check_node_link`: one test per link of each node, id = "node:netdev".
+- `_gb10check_link_pair`: one test per cable/link between two nodes, id = "a:netdev--b:netdev".
+- `_gb10check_path`: one test per direction of each link, id = "a:netdev->b:netdev".
+- `_gb10check_required_port`: one test per port the profile requires open.
+- `_gb10check_node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
+A node that cannot be reached fails its own reachability test; its other checks are NOT CHECKED.
+The run's state (outcomes, figures, warnings) lives on a Recorder kept in config.stash.
 """
 
 import os
@@ -20,21 +23,24 @@ from pathlib import Path
 
 import pytest
 
-from .cluster import Cluster, ClusterError, Link, load_cluster
-from .remote import RemoteError, RemoteNode
+from .cluster import Cluster, ClusterError, Link, cluster_file_path, load_cluster, runner_problems
+from .remedies import Code
+from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
 from .report import Run, skip_reason, write
-from .stage import record_stage
-from .verdict import Degraded
+from .stage import STAGES, record_stage
+from .verdict import Degraded, Finding, NotChecked, report
 
 HINT = ("no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or copy cluster.example.yaml to cluster.yaml "
         "and edit it (or run `gb10check sim up` and use the file it writes)")
+PREFIX = "_gb10check_"
 
 CLUSTER_KEY = pytest.StashKey[Cluster]()
 NODES_KEY = pytest.StashKey[dict[str, RemoteNode]]()
 PATH_KEY = pytest.StashKey[Path]()
 USAGE_KEY = pytest.StashKey[str]()
-REPORT_KEY = pytest.StashKey[tuple]()
-STAGE_KEY = pytest.StashKey[str]()
+RECORDER_KEY = pytest.StashKey["Recorder"]()
+MEASUREMENT = "gb10check_measurement"
+NOT_CHECKED = "gb10check_not_checked"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -43,20 +49,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--report-dir", metavar="DIR", help="write report.md and report.html (self-contained) there")
 
 
-def cluster_path(config: pytest.Config) -> Path | None:
-    given = config.getoption("--cluster") or os.environ.get("GB10CHECK_CLUSTER")
-    if given:
-        return Path(given)
-    default = Path("cluster.yaml")
-    return default if default.exists() else None
-
-
 def pytest_configure(config: pytest.Config) -> None:
     given = config.getoption("--cluster")
     if given and config.inipath is None and given in config.invocation_params.args:
         # pytest picks its root before plugins add options, so it took PATH for a test path.
         raise pytest.UsageError(f"write --cluster={given} (with '='): with a space, pytest takes the path for a test path, "
                                 f"picks {config.rootpath} as its root and misses gb10check's pytest.ini")
+    config.stash[RECORDER_KEY] = recorder = Recorder(config)
+    config.pluginmanager.register(recorder, "gb10check-recorder")
     # An explicitly named file is validated before anything runs: a bad file stops here, in one line.
     if given or os.environ.get("GB10CHECK_CLUSTER"):
         get_cluster(config)
@@ -65,8 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def get_cluster(config: pytest.Config) -> Cluster:
     """The cluster, loaded once; a missing or bad file is a usage error (exit 4) in one line."""
     if CLUSTER_KEY not in config.stash:
-        path = cluster_path(config)
-        if path is None:
+        given = config.getoption("--cluster") or os.environ.get("GB10CHECK_CLUSTER")
+        path = cluster_file_path(given)
+        if not given and not path.exists():
             raise pytest.UsageError(HINT)
         try:
             config.stash[CLUSTER_KEY] = load_cluster(path)
@@ -110,7 +111,7 @@ class LinkPath:
 
 def _params(config: pytest.Config, cluster: Cluster, name: str) -> tuple[list, list[str]]:
     node = lambda spec: remote_node(config, spec.name)  # noqa: E731
-    by_rank = sorted(cluster.nodes, key=lambda n: n.rank)
+    by_rank = cluster.by_rank()
     if name == "node":
         return [node(n) for n in by_rank], [n.name for n in by_rank]
     if name == "follower":  # every node but rank 0, compared with rank 0
@@ -138,7 +139,7 @@ PARAMETRIZED = ("node", "follower", "node_link", "link_pair", "path", "required_
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    wanted = [name for name in PARAMETRIZED if name in metafunc.fixturenames]
+    wanted = [name for name in PARAMETRIZED if PREFIX + name in metafunc.fixturenames]
     if not wanted:
         return
     config = metafunc.config
@@ -148,133 +149,182 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # Raised here it would read as a collection traceback; report it once, after collection.
         config.stash[USAGE_KEY] = str(exc)
         for name in wanted:
-            metafunc.parametrize(name, [])
+            metafunc.parametrize(PREFIX + name, [])
         return
     for name in wanted:
         values, ids = _params(config, cluster, name)
-        metafunc.parametrize(name, values, ids=ids)
+        metafunc.parametrize(PREFIX + name, values, ids=ids)
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if USAGE_KEY in session.config.stash:
-        raise pytest.UsageError(session.config.stash[USAGE_KEY])
+def _unparametrized(request: pytest.FixtureRequest):
+    raise pytest.UsageError(f"{request.fixturename} is parametrized by gb10check's plugin from the cluster file only")
 
 
-@pytest.fixture(scope="session")
-def cluster(pytestconfig: pytest.Config) -> Cluster:
+# Private names, parametrized above; the public ones (node, path ...) are in gb10check/fixtures.py.
+for _name in PARAMETRIZED:
+    globals()[PREFIX + _name] = pytest.fixture(name=PREFIX + _name)(_unparametrized)
+
+
+@pytest.fixture(name=PREFIX + "cluster", scope="session")
+def _cluster(pytestconfig: pytest.Config) -> Cluster:
     return get_cluster(pytestconfig)
 
 
-@pytest.fixture(scope="session")
-def cluster_file(pytestconfig: pytest.Config, cluster: Cluster) -> Path:
+@pytest.fixture(name=PREFIX + "cluster_file", scope="session")
+def _cluster_file(pytestconfig: pytest.Config, _gb10check_cluster: Cluster) -> Path:
     return pytestconfig.stash[PATH_KEY]
 
 
-@pytest.fixture(scope="session")
-def head(pytestconfig: pytest.Config, cluster: Cluster) -> RemoteNode:
-    return remote_node(pytestconfig, cluster.head.name)
+@pytest.fixture(name=PREFIX + "head", scope="session")
+def _head(pytestconfig: pytest.Config, _gb10check_cluster: Cluster) -> RemoteNode:
+    return remote_node(pytestconfig, _gb10check_cluster.head.name)
 
 
-@pytest.fixture(scope="session")
-def api(cluster: Cluster):
-    """The served API (rank 0, or serving.base_url), with the key from serving.api_key_env when set."""
-    from .serving import Api
-
-    key_env = cluster.serving.api_key_env
-    return Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None)
-
-
-MEASURE_KEY = pytest.StashKey[list]()
-
-
-@pytest.fixture
-def measurements(request: pytest.FixtureRequest):
-    """record(what, where, value, unit): figures the checks measured, printed at the end of the run.
-
-    Kept in the test's user_properties, so they reach the report (and the controller under xdist).
-    """
-
-    def record(what: str, where: str, value: float, unit: str) -> None:
-        request.node.user_properties.append(("gb10check_measurement", (what, where, value, unit)))
-
-    return record
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "call":
-        for key, value in report.user_properties:
-            if key == "gb10check_measurement":
-                measured.append(tuple(value))
-    # One outcome per test, for the report and the stage status: a failed setup or teardown is an error.
-    if report.when == "call" or (report.when == "setup" and not report.passed) or (report.when == "teardown" and report.failed):
-        outcome = "error" if report.failed and report.when != "call" else report.outcome
-        if outcomes.get(report.nodeid) in ("failed", "error"):
-            return
-        outcomes[report.nodeid] = outcome
-        if report.skipped:
-            messages[report.nodeid] = skip_reason(report.longrepr)
-        elif report.failed:
-            messages[report.nodeid] = report.longreprtext
-
-
-def pytest_warning_recorded(warning_message, when, nodeid, location) -> None:
-    if issubclass(warning_message.category, Degraded):
-        degraded.append(str(warning_message.message))
-
-
-measured: list[tuple] = []
-outcomes: dict[str, str] = {}
-messages: dict[str, str] = {}
-degraded: list[str] = []
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    if hasattr(config, "workerinput") or CLUSTER_KEY not in config.stash:
-        return  # xdist workers: the controller sees every report and writes once
-    cluster = config.stash[CLUSTER_KEY]
-    run = Run(cluster.name, outcomes=dict(outcomes), messages=dict(messages), warnings=list(degraded), measured=list(measured),
-              thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s})
-    if config.getoption("--report-dir"):
-        config.stash[REPORT_KEY] = write(run, Path(config.getoption("--report-dir")))
-    # A -k subset proves nothing about the hosts as a whole: only full runs record the stage status.
-    note = None if config.getoption("keyword") else record_stage(config.stash[PATH_KEY], outcomes)
-    if note:
-        config.stash[STAGE_KEY] = note
+    if USAGE_KEY in config.stash:
+        raise pytest.UsageError(config.stash[USAGE_KEY])
+    # The runner's own set-up (known_hosts, key) fails every check of every node: say it once, before any test.
+    if CLUSTER_KEY in config.stash and not config.option.collectonly and any(stage_of(i.keywords) for i in session.items):
+        problems = runner_problems(config.stash[CLUSTER_KEY].ssh)
+        if problems:
+            raise pytest.UsageError("runner set-up: " + "; ".join(problems))
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    if REPORT_KEY in config.stash:
-        md, page = config.stash[REPORT_KEY]
-        terminalreporter.write_line(f"gb10check report: {md} and {page}")
-    if STAGE_KEY in config.stash:
-        terminalreporter.write_line(config.stash[STAGE_KEY])
-    if PATH_KEY in config.stash and any(t.startswith("tests/serving/") for t in outcomes):
-        from .stage import deployment_record_path
+def stage_of(keywords) -> str | None:
+    """The stage a test belongs to, from its marker: preflight, network or serving (None: not one of ours)."""
+    return next((s for s in STAGES if s in keywords), None)
 
-        record = deployment_record_path(config.stash[PATH_KEY])
-        if not record.exists():
-            terminalreporter.write_line(f"gb10check: no deployment record ({record}): the serving checks ran against whatever "
-                                        "answers at the base URL, not a deployment made by gb10check")
-    rows = measured
-    if rows:
-        terminalreporter.section("gb10check measurements")
-        totals: dict[tuple[str, str], float] = {}
-        for what, where, value, unit in rows:
-            terminalreporter.write_line(f"{what:<28} {where:<64} {value:>10.2f} {unit}")
-            totals[(what, unit)] = totals.get((what, unit), 0.0) + value
-        for (what, unit), total in totals.items():
-            if what == "ib_write_bw":  # the logical links add up; other figures do not
-                terminalreporter.write_line(f"{what:<28} {'sum over all links':<64} {total:>10.2f} {unit}")
+
+def _remote_finding(exc: RemoteError) -> Finding:
+    node = exc.node
+    name = node.name if node is not None else "node"
+    if isinstance(exc, NodeUnreachable):
+        ssh = node.ssh if node is not None else None
+        return Finding(Code.UNREACHABLE, name, str(exc), "an SSH session", user=ssh.user if ssh else "USER",
+                       address=node.spec.address if node is not None else "ADDRESS",
+                       port=(node.spec.ssh_port or ssh.port) if node is not None else 22)
+    code = Code.COMMAND_TIMEOUT if isinstance(exc, CommandTimeout) else Code.COMMAND_FAILED
+    return Finding(code, name, str(exc), "the command to complete", command=exc.command or "the command")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    try:
+        return (yield)
+    except RemoteError as exc:
+        report([_remote_finding(exc)])
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    # An unreachable node or a command that timed out is one readable line, not a paramiko traceback.
+    # An unreachable node or a command that timed out: NOT CHECKED in one paragraph, not a paramiko traceback.
     try:
         return (yield)
     except RemoteError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        report([_remote_finding(exc)])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    rep = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(NotChecked):
+        rep.user_properties.append((NOT_CHECKED, str(call.excinfo.value.msg)))
+    return rep
+
+
+def is_not_checked(report: pytest.TestReport) -> bool:
+    return report.skipped and any(key == NOT_CHECKED for key, _ in report.user_properties)
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    if is_not_checked(report):
+        return "not checked", "N", ("NOT CHECKED", {"yellow": True})
+    return None
+
+
+class Recorder:
+    """What the suite's checks recorded in this run: outcomes, figures, warnings (for the report and the stage status)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.outcomes: dict[str, str] = {}  # test id -> passed | failed | skipped | error | not checked
+        self.stages: dict[str, str] = {}  # test id -> preflight | network | serving
+        self.messages: dict[str, str] = {}
+        self.measured: list[tuple] = []
+        self.degraded: list[str] = []
+        self.report_files: tuple | None = None
+        self.stage_note: str | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        stage = stage_of(report.keywords)
+        if stage is None:
+            return  # not one of the suite's checks
+        if report.when == "call":
+            self.measured += [tuple(value) for key, value in report.user_properties if key == MEASUREMENT]
+        # One outcome per test: a failed setup or teardown is an error.
+        if report.when == "call" or (report.when == "setup" and not report.passed) or (report.when == "teardown" and report.failed):
+            if self.outcomes.get(report.nodeid) in ("failed", "error"):
+                return
+            outcome = "error" if report.failed and report.when != "call" else report.outcome
+            if is_not_checked(report):
+                outcome = "not checked"
+                self.messages[report.nodeid] = dict(report.user_properties)[NOT_CHECKED]
+            elif report.skipped:
+                self.messages[report.nodeid] = skip_reason(report.longrepr)
+            elif report.failed:
+                self.messages[report.nodeid] = report.longreprtext
+            self.outcomes[report.nodeid] = outcome
+            self.stages[report.nodeid] = stage
+
+    def pytest_warning_recorded(self, warning_message, when, nodeid, location) -> None:
+        if issubclass(warning_message.category, Degraded):
+            self.degraded.append(str(warning_message.message))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
+        config = self.config
+        if hasattr(config, "workerinput") or CLUSTER_KEY not in config.stash or not self.outcomes:
+            return  # xdist workers: the controller sees every report and writes once
+        cluster = config.stash[CLUSTER_KEY]
+        run = Run(cluster.name, outcomes=dict(self.outcomes), messages=dict(self.messages), warnings=list(self.degraded),
+                  measured=list(self.measured),
+                  thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s})
+        if config.getoption("--report-dir"):
+            self.report_files = write(run, Path(config.getoption("--report-dir")))
+        # A -k subset proves nothing about the hosts as a whole: only full runs record the stage status.
+        if not config.getoption("keyword"):
+            self.stage_note = record_stage(config.stash[PATH_KEY], self.outcomes, self.stages)
+        # Not checked is never a pass: a run that could not look at everything does not exit 0.
+        if session.exitstatus == pytest.ExitCode.OK and "not checked" in self.outcomes.values():
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
+        unchecked = [t for t, o in self.outcomes.items() if o == "not checked"]
+        if unchecked:
+            terminalreporter.section("gb10check: NOT CHECKED (could not look: neither a pass nor a fault of the cluster)")
+            for t in unchecked:
+                terminalreporter.write_line(f"{t}\n  {self.messages.get(t, '').strip()}")
+        if self.report_files:
+            md, page = self.report_files
+            terminalreporter.write_line(f"gb10check report: {md} and {page}")
+        if self.stage_note:
+            terminalreporter.write_line(self.stage_note)
+        if PATH_KEY in config.stash and "serving" in self.stages.values():
+            from .stage import deployment_record_path
+
+            record = deployment_record_path(config.stash[PATH_KEY])
+            if not record.exists():
+                terminalreporter.write_line(f"gb10check: no deployment record ({record}): the serving checks ran against whatever "
+                                            "answers at the base URL, not a deployment made by gb10check")
+        if self.measured:
+            terminalreporter.section("gb10check measurements")
+            totals: dict[tuple[str, str], float] = {}
+            for what, where, value, unit in self.measured:
+                terminalreporter.write_line(f"{what:<28} {where:<64} {value:>10.2f} {unit}")
+                totals[(what, unit)] = totals.get((what, unit), 0.0) + value
+            for (what, unit), total in totals.items():
+                if what == "ib_write_bw":  # the logical links add up; other figures do not
+                    terminalreporter.write_line(f"{what:<28} {'sum over all links':<64} {total:>10.2f} {unit}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

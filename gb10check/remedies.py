@@ -9,6 +9,7 @@ from enum import Enum
 
 class Code(str, Enum):
     SSH_USER = "ssh-user"
+    NODE_UNREACHABLE = "node-unreachable"
     OS_PARITY = "os-parity"
     GPU_NAME = "gpu-name"
     NVML_MISMATCH = "nvml-mismatch"
@@ -70,7 +71,12 @@ class Code(str, Enum):
     NCCL_RUN = "nccl-run"
     NCCL_SOCKET = "nccl-socket-fallback"
     NCCL_BANDWIDTH = "nccl-bandwidth"
+    # Not checked: we could not look (never a pass, never a fault of the cluster).
+    UNREACHABLE = "unreachable"
+    COMMAND_TIMEOUT = "command-timeout"
+    COMMAND_FAILED = "command-failed"
     GARBLED = "garbled-output"
+    DRY_RUN_FAILED = "dry-run-failed"
     API_DOWN = "api-down"
     API_KEY = "api-key"
     API_ON_FOLLOWER = "api-on-follower"
@@ -92,6 +98,8 @@ class Code(str, Enum):
 REMEDIES: dict[Code, str] = {
     Code.SSH_USER: "create user {user} on {node} (NVIDIA's cluster scripts need the same user name on every node), "
                    "install the runner's key for it, or fix ssh.user in the cluster file",
+    Code.NODE_UNREACHABLE: "check that {node} is on and on the management LAN, that sshd runs there (systemctl status ssh) "
+                           "and that its address and port in the cluster file are right; then: ssh -p {port} {user}@{address} true",
     Code.OS_PARITY: "install the same DGX OS / GB10 image and kernel on {node} as on {head} (apt full-upgrade on both, then reboot)",
     Code.GPU_NAME: "check that {node} is a GB10 machine and that the driver sees the GPU (nvidia-smi -L), or fix expect.gpu_name",
     Code.NVML_MISMATCH: "reboot {node}: the loaded kernel module is older than the installed user-mode driver "
@@ -198,8 +206,17 @@ REMEDIES: dict[Code, str] = {
                            "--runtime=docker && sudo systemctl restart docker), then retry `{command}`",
     Code.STALE_CONTAINER: "stop it before deploying: on {node} run `docker compose down` in {workdir} (or docker rm -f {name}); "
                           "a second engine on the node holds unified memory the new one needs",
-    Code.GARBLED: "the output of `{command}` on {node} could not be read; run it by hand and check the tool works",
+    Code.UNREACHABLE: "ssh {user}@{address} -p {port} true (as the runner, with its key and known_hosts); once it answers, run "
+                      "the checks again",
+    Code.COMMAND_TIMEOUT: "run `{command}` on {node} by hand and see where it hangs; raise ssh.command_timeout_s if it is only slow",
+    Code.COMMAND_FAILED: "run `{command}` on {node} by hand and read its error",
+    Code.GARBLED: "run `{command}` on {node} by hand and compare its output with what gb10check expects "
+                  "(`gb10check parse {kind} FILE` shows what the suite reads from a saved output)",
+    Code.DRY_RUN_FAILED: "run `{command}` on {node} by hand and read why the dry run could not start",
 }
+
+# The codes of "could not check": reported as NOT CHECKED, counted apart, refused by the gate.
+NOT_CHECKED = frozenset({Code.UNREACHABLE, Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED})
 
 
 def fix(code: Code, **params) -> str:

@@ -25,7 +25,16 @@ from .cluster import Node, Ssh
 
 
 class RemoteError(Exception):
-    """A node could not be reached or a command could not complete; the message says which and why."""
+    """A node could not be reached or a command could not complete; the message says which and why.
+
+    `node` (a RemoteNode) and `command` say where, for the "not checked" report; set where raised."""
+
+    node: "RemoteNode | None" = None
+    command: str | None = None
+
+    def at(self, node: "RemoteNode", command: str | None = None) -> "RemoteError":
+        self.node, self.command = node, command
+        return self
 
 
 class NodeUnreachable(RemoteError):
@@ -179,7 +188,7 @@ class RemoteNode:
             try:
                 self._host.backend.client  # noqa: B018 - opens the connection once
             except NodeUnreachable as exc:
-                self._error = NodeUnreachable(f"node {self.name} unreachable at {self.spec.address}: {exc}")
+                self._error = NodeUnreachable(f"node {self.name} unreachable at {self.spec.address}: {exc}").at(self)
         if self._error is not None:
             raise self._error
         return self._host
@@ -192,9 +201,9 @@ class RemoteNode:
                     return host.backend.run(command, *args, timeout=timeout)
             return host.backend.run(command, *args, timeout=timeout)
         except CommandTimeout as exc:
-            raise CommandTimeout(f"{self.name}: {exc}") from None
+            raise CommandTimeout(f"{self.name}: {exc}").at(self, command) from None
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            self._error = NodeUnreachable(f"node {self.name} unreachable at {self.spec.address}: connection lost ({exc})")
+            self._error = NodeUnreachable(f"node {self.name} unreachable at {self.spec.address}: connection lost ({exc})").at(self)
             raise self._error from None
 
     def output(self, command: str, *args: str, timeout: float | None = None, sudo: bool = False) -> str:
@@ -203,7 +212,7 @@ class RemoteNode:
         if result.rc != 0:
             detail = (result.stderr or result.stdout).strip().splitlines()
             raise RemoteError(f"{self.name}: `{result.command.decode(errors='replace')}` exited {result.rc}: "
-                              f"{detail[-1] if detail else 'no output'}")
+                              f"{detail[-1] if detail else 'no output'}").at(self, command)
         return result.stdout
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 class Run:
     cluster: str
     started: float = field(default_factory=time.time)
-    outcomes: dict[str, str] = field(default_factory=dict)  # test id -> passed | failed | skipped | error
+    outcomes: dict[str, str] = field(default_factory=dict)  # test id -> passed | failed | skipped | error | not checked
     messages: dict[str, str] = field(default_factory=dict)  # test id -> failure or skip text
     warnings: list[str] = field(default_factory=list)
     measured: list[tuple[str, str, float, str]] = field(default_factory=list)
@@ -43,6 +43,10 @@ def markdown(run: Run) -> str:
     failed = [t for t, o in run.outcomes.items() if o in ("failed", "error")]
     lines += ["## Failures", ""] + (["None."] if not failed else [])
     for t in failed:
+        lines += [f"### {_short(t)}", "", "```", run.messages.get(t, "").strip(), "```", ""]
+    unchecked = [t for t, o in run.outcomes.items() if o == "not checked"]
+    lines += ["", "## Not checked (could not look: neither a pass nor a fault of the cluster)", ""] + (["None."] if not unchecked else [])
+    for t in unchecked:
         lines += [f"### {_short(t)}", "", "```", run.messages.get(t, "").strip(), "```", ""]
     lines += ["", "## Warnings (degraded but usable)", ""] + ([f"- {w.strip()}" for w in run.warnings] or ["None."])
     lines += ["", "## Measured", "", "| what | where | value | unit |", "|---|---|---:|---|"]
@@ -81,22 +85,25 @@ def bar_chart(title: str, bars: list[tuple[str, float]], unit: str, floor: float
 def page(run: Run) -> str:
     c = run.counts()
     failed = [t for t, o in run.outcomes.items() if o in ("failed", "error")]
+    unchecked = [t for t, o in run.outcomes.items() if o == "not checked"]
     esc = html.escape
     bw = [(where, v) for w, where, v, u in run.measured if w == "ib_write_bw"]
     tok = [(where, v) for w, where, v, u in run.measured if w == "decode_tok_s"]
-    verdict = "FAILED" if failed else "PASSED"
+    verdict = "FAILED" if failed else "NOT CHECKED" if unchecked else "PASSED"
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>gb10check: {esc(run.cluster)} {verdict}</title>",
         "<style>body{font-family:sans-serif;margin:2em;max-width:70em}pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
-        ".failed{color:#c0392b}.passed{color:#1e8449}.skipped{color:#7f8c8d}.warn{color:#b9770e}</style></head><body>",
+        ".failed{color:#c0392b}.passed{color:#1e8449}.skipped{color:#7f8c8d}.warn,.not-checked{color:#b9770e}</style></head><body>",
         f"<h1>gb10check: {esc(run.cluster)} <span class='{'failed' if failed else 'passed'}'>{verdict}</span></h1>",
         f"<p>{esc(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(run.started)))}: "
         + esc(", ".join(f"{n} {k}" for k, n in sorted(c.items()))) + "</p>",
         "<h2>Failures</h2>",
     ]
     parts += [f"<h3 class='failed'>{esc(_short(t))}</h3><pre>{esc(run.messages.get(t, '').strip())}</pre>" for t in failed] or ["<p>None.</p>"]
+    parts += ["<h2>Not checked (could not look: neither a pass nor a fault of the cluster)</h2>"]
+    parts += [f"<h3 class='warn'>{esc(_short(t))}</h3><pre>{esc(run.messages.get(t, '').strip())}</pre>" for t in unchecked] or ["<p>None.</p>"]
     parts += ["<h2>Warnings (degraded but usable)</h2>"]
     parts += [f"<pre class='warn'>{esc(w.strip())}</pre>" for w in run.warnings] or ["<p>None.</p>"]
     parts += ["<h2>Measured</h2><table><tr><th>what</th><th>where</th><th>value</th><th>unit</th></tr>"]
@@ -108,8 +115,8 @@ def page(run: Run) -> str:
               bar_chart("Decode tok/s per repetition", tok, "tok/s", run.thresholds.get("decode_tok_s"))]
     parts += ["<h2>Every check</h2><table><tr><th>check</th><th>outcome</th></tr>"]
     for t, o in run.outcomes.items():
-        reason = f" ({esc(run.messages.get(t, '').strip()[:200])})" if o == "skipped" else ""
-        parts.append(f"<tr><td>{esc(_short(t))}</td><td class='{o}'>{o}{reason}</td></tr>")
+        reason = f" ({esc(run.messages.get(t, '').strip()[:200])})" if o in ("skipped", "not checked") else ""
+        parts.append(f"<tr><td>{esc(_short(t))}</td><td class='{o.replace(' ', '-')}'>{o}{reason}</td></tr>")
     parts += ["</table></body></html>"]
     return "\n".join(p for p in parts if p) + "\n"
 

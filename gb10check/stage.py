@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-STAGES = ("tests/preflight/", "tests/network/")
+STAGES = ("preflight", "network", "serving")  # the stage markers, in order
+GATED = ("preflight", "network")  # what a deployment waits for
 
 
 def status_path(cluster_file: Path) -> Path:
@@ -28,21 +29,26 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def record_stage(cluster_file: Path, outcomes: dict[str, str]) -> str | None:
-    """After a run: record pass or fail when it covered preflight and network; return a line to print."""
-    covered = [t for t in outcomes if t.startswith(STAGES)]
-    if not all(any(t.startswith(stage) for t in covered) for stage in STAGES):
+def record_stage(cluster_file: Path, outcomes: dict[str, str], stages: dict[str, str]) -> str | None:
+    """After a run: record its verdict when it covered preflight and network (by marker); return a line to print.
+
+    `stages` maps each test id to its stage marker. Not-checked items are counted apart: such a run did not pass.
+    """
+    covered = [t for t in outcomes if stages.get(t) in GATED]
+    if not all(any(stages[t] == stage for t in covered) for stage in GATED):
         return None
     bad = sorted(t for t in covered if outcomes[t] in ("failed", "error"))
+    unchecked = sorted(t for t in covered if outcomes[t] == "not checked")
     counts: dict[str, int] = {}
     for t in covered:
         counts[outcomes[t]] = counts.get(outcomes[t], 0) + 1
     record = {"cluster_file": str(cluster_file.resolve()), "cluster_sha256": file_hash(cluster_file), "time": time.time(),
-              "passed": not bad, "counts": counts, "failed": bad[:20],
+              "passed": not bad and not unchecked, "counts": counts, "failed": bad[:20], "not_checked": unchecked[:20],
               "slow_included": any("test_ib_write_bw" in t for t in covered)}
     path = status_path(cluster_file)
     path.write_text(json.dumps(record, indent=1) + "\n")
-    return f"gb10check stage status: preflight+network {'passed' if not bad else 'FAILED'}, recorded in {path}"
+    verdict = "FAILED" if bad else f"NOT CHECKED ({len(unchecked)} items)" if unchecked else "passed"
+    return f"gb10check stage status: preflight+network {verdict}, recorded in {path}"
 
 
 def check(cluster_file: Path, max_age_s: float) -> tuple[bool, str]:
@@ -54,8 +60,14 @@ def check(cluster_file: Path, max_age_s: float) -> tuple[bool, str]:
     if record.get("cluster_sha256") != file_hash(cluster_file):
         return False, f"the last preflight+network run was for another version of {cluster_file}: run it again"
     age = time.time() - float(record.get("time", 0))
-    if not record.get("passed"):
+    if record.get("failed"):
         return False, f"the last preflight+network run ({age / 60:.0f} min ago) failed: {', '.join(record.get('failed', []))[:300]}"
+    if record.get("not_checked"):
+        return False, (f"the last preflight+network run ({age / 60:.0f} min ago) could not check "
+                       f"{record.get('counts', {}).get('not checked', len(record['not_checked']))} items: "
+                       f"{', '.join(record['not_checked'])[:300]}; fix what stopped them and run it again")
+    if not record.get("passed"):
+        return False, f"the last preflight+network run ({age / 60:.0f} min ago) did not pass"
     if age > max_age_s:
         return False, f"the last passing preflight+network run is {age / 3600:.1f} h old (limit {max_age_s / 3600:.1f} h): run it again"
     return True, f"preflight+network passed {age / 60:.0f} min ago for this cluster file"

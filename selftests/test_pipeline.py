@@ -78,22 +78,34 @@ def test_gate_needs_a_fresh_passing_run_of_the_same_file(tmp_path):
     cluster.write_text("name: x\n")
     ok, why = stage.check(cluster, 3600)
     assert not ok and "no preflight+network run recorded" in why
-    assert stage.record_stage(cluster, {"tests/preflight/test_a.py::t": "passed"}) is None  # network not covered: no verdict
-    note = stage.record_stage(cluster, {"tests/preflight/test_a.py::t": "passed", "tests/network/test_b.py::t": "passed"})
+    stages = {"a.py::t": "preflight", "b.py::t": "network"}  # by marker: a run from any root directory counts
+    assert stage.record_stage(cluster, {"a.py::t": "passed"}, stages) is None  # network not covered: no verdict
+    note = stage.record_stage(cluster, {"a.py::t": "passed", "b.py::t": "passed"}, stages)
     assert "passed, recorded in" in note
     assert stage.check(cluster, 3600)[0]
     assert not stage.check(cluster, 0)[0]  # too old for a zero-second limit
     cluster.write_text("name: y\n")
     ok, why = stage.check(cluster, 3600)
     assert not ok and "another version" in why
-    stage.record_stage(cluster, {"tests/preflight/test_a.py::t": "passed", "tests/network/test_b.py::t": "failed"})
+    stage.record_stage(cluster, {"a.py::t": "passed", "b.py::t": "failed"}, stages)
     ok, why = stage.check(cluster, 3600)
-    assert not ok and "failed: tests/network/test_b.py::t" in why
+    assert not ok and "failed: b.py::t" in why
     said = []
     assert stage.gate(cluster, 3600, override="maintenance window, links checked by hand", say=said.append)
     log = (tmp_path / ".gb10check-overrides.log").read_text()
     assert "maintenance window, links checked by hand" in log and "OVERRIDDEN" in said[0]
     assert not stage.gate(cluster, 3600, say=said.append) and "refused" in said[-1]
+
+
+def test_gate_refuses_a_run_with_items_not_checked(tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("name: x\n")
+    note = stage.record_stage(cluster, {"a.py::t": "passed", "b.py::t": "not checked"}, {"a.py::t": "preflight", "b.py::t": "network"})
+    assert "NOT CHECKED (1 items)" in note
+    ok, why = stage.check(cluster, 3600)
+    assert not ok and "could not check 1 items: b.py::t" in why
+    said = []
+    assert stage.gate(cluster, 3600, override="node 2 is being repaired", say=said.append) and "OVERRIDDEN" in said[0]
 
 
 def test_workflow_passes_actionlint():

@@ -51,3 +51,14 @@ def test_cluster_path_with_a_space_outside_the_suite_is_explained(tmp_path):
     run = pytest_run("-m", "preflight", "--collect-only", "--cluster", str(path))
     assert run.returncode == 4
     assert f"write --cluster={path} (with '=')" in run.stdout + run.stderr
+
+
+def test_plugin_stays_out_of_unrelated_tests(tmp_path):
+    """The plugin is installed for the whole environment: a user's own `node` fixture and `path` parameter run untouched."""
+    (tmp_path / "test_mine.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef node():\n    return 'mine'\n\n\n"
+        "@pytest.mark.parametrize('path', ['/a', '/b'])\ndef test_path(path, node):\n    assert path.startswith('/') and node == 'mine'\n\n\n"
+        "def test_cluster_is_theirs_to_name(request):\n    assert 'cluster' not in request.fixturenames\n")
+    run = pytest_run("-p", "gb10check.plugin", str(tmp_path), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "3 passed" in run.stdout

@@ -152,7 +152,7 @@ def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeo
     d = cluster.deploy
     wd = d.watchdog
     stall = stall_timeout_s if stall_timeout_s is not None else wd.stall_timeout_s
-    order = [n.name for n in sorted(cluster.nodes, key=lambda n: n.rank)]
+    order = [n.name for n in cluster.by_rank()]
     rec = Record(d.model_id, order)
     t0 = time.monotonic()
 

@@ -52,7 +52,7 @@ def ensure_key(path: Path, console: Console) -> tuple[str, str]:
 
 def peers_block(cluster: Cluster, me: str) -> str:
     lines = [BEGIN]
-    for peer in sorted(cluster.nodes, key=lambda n: n.rank):
+    for peer in cluster.by_rank():
         if peer.name == me:
             continue
         names = " ".join([peer.name] + [l.ip for l in peer.links])

@@ -12,15 +12,19 @@ from gb10check.verdict import Finding, report
 pytestmark = pytest.mark.preflight
 
 
+@pytest.mark.network  # the one check that fails for an unreachable node, in either stage; its others are not checked
 def test_ssh_user(node, cluster):
     user = cluster.ssh.user
     try:
-        seen = node.output("id -un").strip()
+        seen, unreachable = node.output("id -un").strip(), None
     except NodeUnreachable as exc:
-        if "Authentication failed" not in str(exc):
-            raise
-        report([Finding(Code.SSH_USER, node.name, f"login as {user!r} refused ({exc})", f"user {user!r} with the runner's key",
+        seen, unreachable = None, str(exc)
+    if unreachable and "Authentication failed" in unreachable:
+        report([Finding(Code.SSH_USER, node.name, f"login as {user!r} refused ({unreachable})", f"user {user!r} with the runner's key",
                         user=user)])
+    if unreachable:
+        report([Finding(Code.NODE_UNREACHABLE, node.name, unreachable, f"an SSH session as {user}", user=user,
+                        address=node.spec.address, port=node.spec.ssh_port or cluster.ssh.port)])
     report([Finding(Code.SSH_USER, node.name, f"logged in as {seen!r}", f"user {user!r}", user=user)] if seen != user else [])
 
 

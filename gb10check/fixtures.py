@@ -1,0 +1,93 @@
+"""The fixtures the suite's own tests use, loaded by tests/conftest.py (so nowhere else).
+
+- `cluster`: the validated definition (--cluster PATH, else $GB10CHECK_CLUSTER, else ./cluster.yaml).
+- `cluster_file`: its path.
+- `node`: one test per node, id = node name; `.host` is a testinfra host, `.run()` a bounded command.
+- `follower`: one test per node but rank 0 (parity checks compare it with rank 0).
+- `node_link`: one test per link of each node, id = "node:netdev".
+- `link_pair`: one test per cable/link between two nodes, id = "a:netdev--b:netdev".
+- `path`: one test per direction of each link, id = "a:netdev->b:netdev".
+- `required_port`: one test per port the profile requires open.
+- `node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
+- `head`: rank 0. `api`: the served API (plain HTTP, bearer key from serving.api_key_env).
+- `measurements`: records figures (Gb/s, tok/s ...) that the run prints at its end and the report plots.
+Each hands out one of the plugin's private, parametrized values (gb10check/plugin.py says why).
+"""
+
+import os
+
+import pytest
+
+from .plugin import MEASUREMENT
+
+
+@pytest.fixture(scope="session")
+def cluster(_gb10check_cluster):
+    return _gb10check_cluster
+
+
+@pytest.fixture(scope="session")
+def cluster_file(_gb10check_cluster_file):
+    return _gb10check_cluster_file
+
+
+@pytest.fixture(scope="session")
+def head(_gb10check_head):
+    return _gb10check_head
+
+
+@pytest.fixture
+def node(_gb10check_node):
+    return _gb10check_node
+
+
+@pytest.fixture
+def follower(_gb10check_follower):
+    return _gb10check_follower
+
+
+@pytest.fixture
+def node_link(_gb10check_node_link):
+    return _gb10check_node_link
+
+
+@pytest.fixture
+def link_pair(_gb10check_link_pair):
+    return _gb10check_link_pair
+
+
+@pytest.fixture
+def path(_gb10check_path):
+    return _gb10check_path
+
+
+@pytest.fixture
+def required_port(_gb10check_required_port):
+    return _gb10check_required_port
+
+
+@pytest.fixture
+def node_pair(_gb10check_node_pair):
+    return _gb10check_node_pair
+
+
+@pytest.fixture(scope="session")
+def api(cluster):
+    """The served API (rank 0, or serving.base_url), with the key from serving.api_key_env when set."""
+    from .serving import Api
+
+    key_env = cluster.serving.api_key_env
+    return Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None)
+
+
+@pytest.fixture
+def measurements(request: pytest.FixtureRequest):
+    """record(what, where, value, unit): figures the checks measured, printed at the end of the run.
+
+    Kept in the test's user_properties, so they reach the report (and the controller under xdist).
+    """
+
+    def record(what: str, where: str, value: float, unit: str) -> None:
+        request.node.user_properties.append((MEASUREMENT, (what, where, value, unit)))
+
+    return record
