@@ -8,17 +8,17 @@ entrypoint that adds `--headless` on every rank but 0 (a follower without it die
 "collective_rpc should not be called on follower node" while rank 0 hangs).
 
 Reading back: `interpolate` applies compose's ${VAR} substitution with a node's .env, and
-`vllm_args` runs the service's command with a stub `vllm` on PATH to learn the exact arguments each
-rank would start with (the command is the user's own; it runs with an empty environment, in a
-temporary folder, for at most 5 seconds, and stops at the stub).
+`dry_run_command` builds a shell command that runs the service's command ON THE NODE with a stub
+`vllm` first on PATH, to learn the exact arguments each rank would start with (an empty
+environment, a temporary folder, at most 5 seconds; the stub prints its arguments and stops).
+Nothing read from a node is ever executed on the runner: the runner only builds the command from
+parsed data (every word quoted) and reads the JSON line the stub prints (`parse_dry_run`).
 """
 
 import json
 import os
 import re
 import shlex
-import subprocess
-import tempfile
 
 import yaml
 
@@ -145,32 +145,42 @@ def vllm_service(config: dict) -> tuple[str, dict] | None:
 
 
 STUB = "#!/bin/sh\nexec python3 -c 'import json,sys; print(\"GB10CHECK_ARGS \" + json.dumps(sys.argv[1:]))' \"$@\"\n"
+DRY_RUN_MARK = "GB10CHECK_ARGS "
+DRY_RUN_TIMEOUT_S = 5
+DRY_RUN_CANNOT_RUN = (124, 126, 127)  # timeout(1) fired, or the shell/interpreter is missing: no verdict on the file
 
 
-def vllm_args(service: dict, timeout: float = 5.0) -> list[str] | None:
-    """The arguments `vllm` gets when the service's command runs (interpolated already), or None if it never calls vllm."""
+def dry_run_command(service: dict, timeout_s: int = DRY_RUN_TIMEOUT_S) -> str | None:
+    """A command to run on the node: the service's command (interpolated already) with a stub `vllm` first on PATH.
+
+    None if the service has no command. Every word is quoted; the environment is the service's own, nothing else."""
     def as_list(v):
         return [] if v is None else shlex.split(v) if isinstance(v, str) else [str(x) for x in v]
 
     argv = as_list(service.get("entrypoint")) + as_list(service.get("command"))
     if not argv:
         return None
-    env = {k: str(v) for k, v in (service.get("environment") or {}).items()} if isinstance(service.get("environment"), dict) else {}
-    with tempfile.TemporaryDirectory(prefix="gb10check-stub-") as tmp:
-        stub = os.path.join(tmp, "vllm")
-        with open(stub, "w") as f:
-            f.write(STUB)
-        os.chmod(stub, 0o755)
-        if os.path.basename(argv[0]) in ("bash", "sh") and len(argv) > 2 and argv[1] in ("-c", "-lc", "-cl"):
-            argv = ["bash", "-c", *argv[2:]]  # not a login shell: no profile scripts
-        try:
-            done = subprocess.run(argv, env={**env, "PATH": f"{tmp}:/usr/bin:/bin", "HOME": tmp}, cwd=tmp,
-                                  capture_output=True, text=True, timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    for line in done.stdout.splitlines():
-        if line.startswith("GB10CHECK_ARGS "):
-            return json.loads(line[len("GB10CHECK_ARGS "):])
+    if os.path.basename(argv[0]) in ("bash", "sh") and len(argv) > 2 and argv[1] in ("-c", "-lc", "-cl"):
+        argv = ["bash", "-c", *argv[2:]]  # not a login shell: no profile scripts
+    raw_env = service.get("environment")
+    if isinstance(raw_env, list):
+        raw_env = dict(e.split("=", 1) for e in raw_env if "=" in e)
+    env = {k: str(v) for k, v in (raw_env or {}).items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))}
+    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    return ('d=$(mktemp -d) || exit 126; printf %s ' + shlex.quote(STUB) + ' > "$d/vllm" && chmod +x "$d/vllm" && cd "$d" && '
+            f'env -i PATH="$d:/usr/bin:/bin" HOME="$d" {assignments} timeout {int(timeout_s)} '
+            + " ".join(shlex.quote(a) for a in argv) + '; rc=$?; rm -rf "$d"; exit $rc')
+
+
+def parse_dry_run(stdout: str) -> list[str] | None:
+    """The arguments the stub `vllm` printed, or None if the command never called it."""
+    for line in stdout.splitlines():
+        if line.startswith(DRY_RUN_MARK):
+            try:
+                args = json.loads(line[len(DRY_RUN_MARK):])
+            except ValueError:
+                return None
+            return [str(a) for a in args] if isinstance(args, list) else None
     return None
 
 

@@ -2,6 +2,7 @@
 and each of the report's mistakes fails with its message."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,21 @@ def facts_for(node, gid_index=3):
     return ifaces, ports
 
 
+def dry_run_here(config: dict, env: dict) -> list[str] | None:
+    """The dry run as gb10check runs it on a node, run here: the compose text is ours (rendered, or the seed's), not a node's."""
+    found = compose.vllm_service(config)
+    command = compose.dry_run_command(compose.interpolate(found[1], env)) if found else None
+    if command is None:
+        return None
+    out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30)
+    return compose.parse_dry_run(out.stdout)
+
+
 def lint(text, env_for, node_name, **kw):
     node = CLUSTER.node(node_name)
     ifaces, ports = facts_for(node, **kw)
-    return judge(CLUSTER, node, yaml.safe_load(text), env_for(node), ifaces, ports)
+    config, env = yaml.safe_load(text), env_for(node)
+    return judge(CLUSTER, node, config, env, ifaces, ports, dry_run_here(config, env))
 
 
 def our_env(node):

@@ -25,8 +25,10 @@ def _memlock_unlimited(svc: dict) -> bool:
     return str(memlock) == "-1"
 
 
-def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], ifaces: list[Interface], ports: list[IbPort]) -> list[Finding]:
-    """config: the compose file as YAML, not yet interpolated; env: the node's .env."""
+def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], ifaces: list[Interface], ports: list[IbPort],
+          args: list[str] | None) -> list[Finding]:
+    """config: the compose file as YAML, not yet interpolated; env: the node's .env; args: what the service's command gave
+    `vllm` in a dry run on the node (None: it never called vllm)."""
     where = node.name
     found = compose.vllm_service(config)
     if found is None:
@@ -66,7 +68,6 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
     environment = {k: str(v) for k, v in environment.items()}
     f += _judge_env_vars(cluster, node, name, environment, ifaces, ports)
 
-    args = compose.vllm_args(svc)
     if args is None:
         bad(Code.COMPOSE_NO_VLLM, "the command never runs `vllm` (dry run with a stub vllm)", "vllm serve ...")
         return f

@@ -33,6 +33,7 @@ from .. import compose
 from ..cluster import Cluster
 from ..facts import vllm_log
 from ..facts._text import ParseError
+from ..gather import compose_dry_run
 from ..facts.docker import parse_container
 from ..facts.meminfo import parse_meminfo
 from ..remote import RemoteNode
@@ -85,9 +86,11 @@ class ComposeLauncher:
         text = self.nodes[node].output(f"cat {self.workdir}/{shlex.quote(d.compose_file)}")
         env = compose.parse_env(self._run(node, f"cat {self.workdir}/.env").stdout)
         found = compose.vllm_service(yaml.safe_load(text) or {})
-        args = compose.vllm_args(compose.interpolate(found[1], env)) if found else None
+        dry = compose_dry_run(self.nodes[node], compose.interpolate(found[1], env)) if found else None
+        args = dry.args if dry else None
         if not args or args[0] != "serve":
-            raise DeployFailed(f"{node}: the compose file's command does not run `vllm serve` (saw {args})")
+            why = f"the dry run could not run there (exit {dry.rc}: {dry.output[-200:]})" if dry and dry.could_not_run else f"saw {args}"
+            raise DeployFailed(f"{node}: the compose file's command does not run `vllm serve` ({why})")
         return "vllm " + " ".join(args)
 
     def drop_caches(self, node: str) -> str:

@@ -7,7 +7,7 @@ import pytest
 from gb10check import compose as stack
 from gb10check.checks import compose
 from gb10check.facts import parse
-from gb10check.gather import SYSFS_IB, parsed
+from gb10check.gather import SYSFS_IB, parsed, vllm_args
 from gb10check.remedies import Code
 from gb10check.verdict import Finding, report
 
@@ -37,10 +37,12 @@ def test_compose_lint(node, cluster):
     if text is None or env is None:
         report([Finding(Code.COMPOSE_MISSING, node.name, f"no {path if text is None else env_path}", "the compose file and .env",
                         path=path if text is None else env_path)])
-    config = parse("compose_config", text)
+    config, env_vars = parse("compose_config", text), stack.parse_env(env)
+    found = stack.vllm_service(config)
+    args = vllm_args(node, stack.interpolate(found[1], env_vars)) if found else None
     ifaces = parsed(node, "ip_j_addr", "ip -j addr")
     ports = parsed(node, "ib_sysfs", SYSFS_IB)
-    report(compose.judge(cluster, node.spec, config, stack.parse_env(env), ifaces, ports))
+    report(compose.judge(cluster, node.spec, config, env_vars, ifaces, ports, args))
 
 
 def test_env_file(node, cluster):
