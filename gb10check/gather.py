@@ -1,40 +1,251 @@
-"""Gathering for the checks: run a command on a node and parse it, or fail saying the output was garbled."""
+"""Gathering for the checks: every node's facts once per run, concurrently; each test judges its own share.
 
+The facts that a node's checks share (`node_fact_commands`: ip, sysfs, ethtool, ufw, nvidia-smi, meminfo,
+docker, the compose files ...) are gathered in two remote commands per node (one as the SSH user, one
+under `sudo -n`), every command inside them started at once and bounded by its own timeout; all nodes
+are gathered at the same time, the first time any check asks. `result`, `text`, `output` and `parsed`
+answer from those facts when the command is one of them and run it live otherwise, so a check reads the
+same whichever way its facts came. Text read from a node is data: nothing of it is executed here.
+
+A fact that cannot be had is NOT CHECKED for the checks that need it (unreachable node, timed-out or
+failed command, garbled output), never a failure of the cluster.
+"""
+
+import base64
 import contextlib
 import fcntl
 import os
 import re
+import shlex
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from dataclasses import dataclass
-
 from . import compose, facts
+from .checks import container, model
+from .cluster import Cluster, Node
 from .remedies import Code
-from .remote import RemoteNode
+from .remote import RemoteError, RemoteNode
 from .verdict import Finding, not_checked, report
-
-
-def parsed(node: RemoteNode, kind: str, command: str, sudo: bool = False, ok_codes: tuple[int, ...] = (0,)) -> Any:
-    result = node.run(command, sudo=sudo)
-    text = result.stdout + (result.stderr if result.rc not in ok_codes else "")
-    try:
-        return facts.parse(kind, text)
-    except facts.ParseError as exc:
-        report([Finding(Code.GARBLED, node.name, f"{exc} (exit {result.rc})", f"{facts.KINDS[kind].what} output",
-                        command=command, kind=kind)])
-
-
-def text(node: RemoteNode, command: str, sudo: bool = False) -> str:
-    """stdout and stderr together: for outputs whose errors are facts too (nvidia-smi's NVML mismatch)."""
-    result = node.run(command, sudo=sudo)
-    return result.stdout + result.stderr
-
 
 SYSFS_IB = ("for f in /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/phys_state "
             "/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer "
             "/sys/class/infiniband/*/ports/*/gids/* /sys/class/infiniband/*/ports/*/gid_attrs/types/* "
             "/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/*; do [ -r \"$f\" ] && printf '%s:%s\\n' \"$f\" \"$(cat \"$f\" 2>/dev/null)\"; done")
+IP_ADDR = "ip -j addr"
+DEFAULT_ROUTE = "ip -j route show default"
+IBDEV2NETDEV = "ibdev2netdev"
+MEMINFO = "cat /proc/meminfo"
+OS_RELEASE = "cat /etc/dgx-release 2>/dev/null || cat /etc/os-release"
+KERNEL = "uname -r"
+MACHINE = "uname -m"
+WHOAMI = "id -un"
+PROC_DRIVER = "cat /proc/driver/nvidia/version"
+DRIVER_QUERY = "nvidia-smi --query-gpu=driver_version --format=csv,noheader"
+GPU_NAME_QUERY = "nvidia-smi --query-gpu=name --format=csv"
+GPU_LIST = "nvidia-smi -L"
+UFW_STATUS = "ufw status verbose"
+UFW_USER_RULES = "cat /etc/ufw/user.rules"
+UFW_CONF = "cat /etc/ufw/ufw.conf"
+UFW_LIVE = "iptables -S ufw-user-input"
+DOCKER_PS = f"docker ps --format '{facts.docker.PS_FORMAT}'"
+DOCKER_STATS = f"docker stats --no-stream --format '{facts.docker.STATS_FORMAT}'"
+
+
+def ethtool(netdev: str) -> str:
+    return f"ethtool {shlex.quote(netdev)}"
+
+
+def mtu(netdev: str) -> str:
+    return f"cat /sys/class/net/{shlex.quote(netdev)}/mtu"
+
+
+def route_to(ip: str) -> str:
+    return f"ip -j route get {shlex.quote(ip)}"
+
+
+def netplan_mode(path: str) -> str:
+    return f"stat -c %a {shlex.quote(path)}"
+
+
+def cat(path: str) -> str:
+    return f"cat {shlex.quote(path)}"
+
+
+def image_inspect(image: str) -> str:
+    return f"docker image inspect {shlex.quote(image)}"
+
+
+def compose_files(cluster: Cluster) -> tuple[str, str]:
+    d = cluster.deploy
+    return f"{d.workdir}/{d.compose_file}", f"{d.workdir}/.env"
+
+
+def snapshot_file(cluster: Cluster, name: str) -> str:
+    d = model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id)
+    return f"cat {d}/snapshots/*/{name}"
+
+
+def model_listing(cluster: Cluster) -> str:
+    return model.LISTING.format(dir=model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id))
+
+
+def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
+    """The read-only commands whose outputs a node's checks share, by whether they need sudo."""
+    peers = [pl.ip for p in cluster.link_pairs() for (n, _), (_, pl) in (((p.a, p.a_link), (p.b, p.b_link)),
+                                                                         ((p.b, p.b_link), (p.a, p.a_link))) if n.name == node.name]
+    compose_path, env_path = compose_files(cluster)
+    user = [WHOAMI, OS_RELEASE, KERNEL, MACHINE, PROC_DRIVER, DRIVER_QUERY, GPU_NAME_QUERY, GPU_LIST, IP_ADDR, DEFAULT_ROUTE,
+            IBDEV2NETDEV, SYSFS_IB, MEMINFO, container.DOCKER_SERVER, container.COMPOSE_VERSION, image_inspect(cluster.deploy.image),
+            container.gpu_probe(cluster.deploy.image, cluster.deploy.extra_volumes), DOCKER_PS, DOCKER_STATS,
+            cat(compose_path), cat(env_path), model_listing(cluster), snapshot_file(cluster, "config.json"),
+            snapshot_file(cluster, "model.safetensors.index.json"),
+            *(mtu(l.netdev) for l in node.links), *(route_to(ip) for ip in peers)]
+    sudo = [UFW_STATUS, UFW_USER_RULES, UFW_CONF, UFW_LIVE, netplan_mode(cluster.expect.netplan_file), cat(cluster.expect.netplan_file),
+            *(ethtool(l.netdev) for l in node.links)]
+    return {False: user, True: sudo}
+
+
+@dataclass(frozen=True)
+class Output:
+    command: str
+    rc: int
+    stdout: str
+    stderr: str
+
+
+TIMED_OUT = 124  # timeout(1)'s exit status
+
+
+def batch_script(commands: list[str], timeout_s: float) -> str:
+    """One shell script that starts every command at once, each bounded, and prints `index rc base64(stdout) base64(stderr)`."""
+    t = max(1, round(timeout_s))
+    lines = ['d=$(mktemp -d) || exit 1']
+    lines += [f'( timeout -k 2 {t} sh -c {shlex.quote(c)} >"$d/{i}.o" 2>"$d/{i}.e" </dev/null; echo $? >"$d/{i}.rc" ) &'
+              for i, c in enumerate(commands)]
+    lines += ["wait", f'for i in $(seq 0 {len(commands) - 1}); do printf \'%s %s %s %s\\n\' "$i" "$(cat "$d/$i.rc")" '
+                      '"$(base64 -w0 <"$d/$i.o")" "$(base64 -w0 <"$d/$i.e")"; done', 'rm -rf "$d"']
+    return "\n".join(lines)
+
+
+def read_batch(commands: list[str], text: str) -> dict[str, Output]:
+    """The outputs of `batch_script`, by command (a line that does not decode is left out: that command runs live)."""
+    found = {}
+    for line in text.splitlines():
+        parts = line.split(" ")
+        if len(parts) != 4 or not parts[0].isdigit() or int(parts[0]) >= len(commands):
+            continue
+        try:
+            rc = int(parts[1])
+            out, err = (base64.b64decode(p).decode(errors="replace") for p in parts[2:])
+        except ValueError:
+            continue
+        found[commands[int(parts[0])]] = Output(commands[int(parts[0])], rc, out, err)
+    return found
+
+
+class Fleet:
+    """The run's nodes: one RemoteNode each, their shared facts gathered once, concurrently, on first use."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.nodes: dict[str, RemoteNode] = {}
+        self._facts: dict[str, dict[tuple[str, bool], Output] | RemoteError] | None = None
+        self._lock = threading.Lock()
+        self._probes = None
+
+    def probes(self):
+        """The run's reachability probes (ping, SSH mesh, ports), measured once when first asked."""
+        from .probes import Probes
+
+        with self._lock:
+            if self._probes is None:
+                self._probes = Probes(self.cluster, self.node)
+        return self._probes
+
+    def node(self, name: str) -> RemoteNode:
+        if name not in self.nodes:
+            self.nodes[name] = RemoteNode(self.cluster.node(name), self.cluster.ssh)
+            self.nodes[name].fleet = self
+        return self.nodes[name]
+
+    def _gather_node(self, node: RemoteNode) -> dict[tuple[str, bool], Output] | RemoteError:
+        found: dict[tuple[str, bool], Output] = {}
+        try:
+            for sudo, commands in node_fact_commands(self.cluster, node.spec).items():
+                # Each command is bounded by the command timeout (then killed 2 s later); the batch gets room for that.
+                timeout = self.cluster.ssh.command_timeout_s
+                out = node.run(batch_script(commands, timeout), timeout=timeout + 10, sudo=sudo)
+                got = read_batch(commands, out.stdout)
+                for c in commands:  # sudo refused, or the batch died: every command answers as the batch did
+                    found[(c, sudo)] = got.get(c) or Output(c, out.rc or 1, "", out.stderr)
+        except RemoteError as exc:
+            return exc
+        return found
+
+    def facts(self, name: str) -> dict[tuple[str, bool], Output]:
+        with self._lock:
+            if self._facts is None:
+                nodes = [self.node(n.name) for n in self.cluster.by_rank()]
+                with ThreadPoolExecutor(max_workers=min(32, len(nodes))) as pool:
+                    self._facts = dict(zip([n.name for n in nodes], pool.map(self._gather_node, nodes)))
+        got = self._facts[name]
+        if isinstance(got, RemoteError):
+            raise got
+        return got
+
+
+def result(node: RemoteNode, command: str, sudo: bool = False) -> Output:
+    """The command's output on the node: from the run's gathered facts when it is one of them, else run now."""
+    fleet = getattr(node, "fleet", None)
+    if fleet is not None:
+        cached = fleet.facts(node.name).get((command, sudo))
+        if cached is not None:
+            return cached
+    out = node.run(command, sudo=sudo)
+    return Output(command, out.rc, out.stdout, out.stderr)
+
+
+def _unfinished(node: RemoteNode, out: Output) -> None:
+    """A command that timed out or failed to run: NOT CHECKED, with the command."""
+    if out.rc == TIMED_OUT:
+        not_checked(Code.COMMAND_TIMEOUT, node.name, f"`{out.command}` did not finish in time", "the command to complete",
+                    command=out.command)
+    detail = (out.stderr or out.stdout).strip().splitlines()
+    not_checked(Code.COMMAND_FAILED, node.name, f"`{out.command}` exited {out.rc}: {detail[-1] if detail else 'no output'}",
+                "the command to succeed", command=out.command)
+
+
+def output(node: RemoteNode, command: str, sudo: bool = False) -> str:
+    """stdout of a command that must succeed; otherwise NOT CHECKED (we could not look)."""
+    out = result(node, command, sudo)
+    if out.rc != 0:
+        _unfinished(node, out)
+    return out.stdout
+
+
+def text(node: RemoteNode, command: str, sudo: bool = False) -> str:
+    """stdout and stderr together: for outputs whose errors are facts too (nvidia-smi's NVML mismatch)."""
+    out = result(node, command, sudo)
+    if out.rc == TIMED_OUT:
+        _unfinished(node, out)
+    return out.stdout + out.stderr
+
+
+def parsed(node: RemoteNode, kind: str, command: str, sudo: bool = False, ok_codes: tuple[int, ...] = (0,)) -> Any:
+    out = result(node, command, sudo)
+    if out.rc == TIMED_OUT:
+        _unfinished(node, out)
+    body = out.stdout + (out.stderr if out.rc not in ok_codes else "")
+    try:
+        return facts.parse(kind, body)
+    except facts.ParseError as exc:
+        if out.rc not in ok_codes:  # the command itself failed (missing tool, sudo refused): say that, not "garbled"
+            _unfinished(node, out)
+        report([Finding(Code.GARBLED, node.name, f"{exc} (exit {out.rc})", f"{facts.KINDS[kind].what} output",
+                        command=command, kind=kind)])
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from .cluster import Cluster, ClusterError, Link, cluster_file_path, load_cluster, runner_problems
+from .gather import Fleet
 from .remedies import Code
 from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
 from .report import Run, skip_reason, write
@@ -35,7 +36,7 @@ HINT = ("no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or copy cl
 PREFIX = "_gb10check_"
 
 CLUSTER_KEY = pytest.StashKey[Cluster]()
-NODES_KEY = pytest.StashKey[dict[str, RemoteNode]]()
+FLEET_KEY = pytest.StashKey[Fleet]()
 PATH_KEY = pytest.StashKey[Path]()
 USAGE_KEY = pytest.StashKey[str]()
 RECORDER_KEY = pytest.StashKey["Recorder"]()
@@ -74,16 +75,13 @@ def get_cluster(config: pytest.Config) -> Cluster:
         except ClusterError as exc:
             raise pytest.UsageError(f"invalid cluster file: {exc}") from None
         config.stash[PATH_KEY] = path
-        config.stash[NODES_KEY] = {}
+        config.stash[FLEET_KEY] = Fleet(config.stash[CLUSTER_KEY])
     return config.stash[CLUSTER_KEY]
 
 
 def remote_node(config: pytest.Config, name: str) -> RemoteNode:
-    cluster = get_cluster(config)
-    nodes = config.stash[NODES_KEY]
-    if name not in nodes:
-        nodes[name] = RemoteNode(cluster.node(name), cluster.ssh)
-    return nodes[name]
+    get_cluster(config)
+    return config.stash[FLEET_KEY].node(name)
 
 
 @dataclass(frozen=True)
@@ -328,5 +326,6 @@ class Recorder:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for node in config.stash.get(NODES_KEY, {}).values():
-        node.close()
+    if FLEET_KEY in config.stash:
+        for node in config.stash[FLEET_KEY].nodes.values():
+            node.close()

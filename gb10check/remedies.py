@@ -47,6 +47,7 @@ class Code(str, Enum):
     MODEL_DIFFERS = "model-differs"
     MODEL_WEDGE = "model-wedge"
     MODEL_TOO_BIG = "model-too-big"
+    MODEL_CONFIG = "model-config"
     CONTAINER_LIMIT_LOW = "container-limit-low"
     MEMORY_LOW = "memory-low"
     DOCKER_MISSING = "docker-missing"
@@ -100,6 +101,8 @@ REMEDIES: dict[Code, str] = {
                    "install the runner's key for it, or fix ssh.user in the cluster file",
     Code.NODE_UNREACHABLE: "check that {node} is on and on the management LAN, that sshd runs there (systemctl status ssh) "
                            "and that its address and port in the cluster file are right; then: ssh -p {port} {user}@{address} true",
+    Code.MODEL_CONFIG: "check config.json and model.safetensors.index.json of {repo} on {node} (a partial download or a "
+                       "hand-edited file): gb10check sync copies rank 0's",
     Code.OS_PARITY: "install the same DGX OS / GB10 image and kernel on {node} as on {head} (apt full-upgrade on both, then reboot)",
     Code.GPU_NAME: "check that {node} is a GB10 machine and that the driver sees the GPU (nvidia-smi -L), or fix expect.gpu_name",
     Code.NVML_MISMATCH: "reboot {node}: the loaded kernel module is older than the installed user-mode driver "

@@ -1,5 +1,6 @@
 """Compose and .env lint, on the files actually on a node, against the cluster and the node's real state."""
 
+import hashlib
 import ipaddress
 
 from .. import compose
@@ -23,6 +24,18 @@ def _memlock_unlimited(svc: dict) -> bool:
     if isinstance(memlock, dict):
         return str(memlock.get("soft")) == "-1" and str(memlock.get("hard")) == "-1"
     return str(memlock) == "-1"
+
+
+def judge_same_as_head(node: str, head: str, path: str, mine: str, heads: str) -> list[Finding]:
+    h = lambda t: hashlib.sha256(t.encode()).hexdigest()[:12]  # noqa: E731
+    return [] if mine == heads else [Finding(Code.COMPOSE_DIFFERS, node, f"{path} sha256 {h(mine)}",
+                                             f"sha256 {h(heads)} as on {head}", head=head)]
+
+
+def judge_files(node: str, compose_path: str, env_path: str, text: str | None, env: str | None) -> list[Finding]:
+    """Both files are there (None: `cat` failed)."""
+    missing = compose_path if text is None else env_path if env is None else None
+    return [Finding(Code.COMPOSE_MISSING, node, f"no {missing}", "the compose file and .env", path=missing)] if missing else []
 
 
 def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], ifaces: list[Interface], ports: list[IbPort],

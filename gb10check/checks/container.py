@@ -4,7 +4,8 @@ RootFS layers as on rank 0), the GPU seen from inside a container, and no servin
 import re
 import shlex
 
-from ..facts.docker import Image, Running, compose_major
+from ..facts._text import ParseError
+from ..facts.docker import Image, compose_major, parse_ps
 from ..remedies import Code
 from ..verdict import Finding
 
@@ -69,7 +70,12 @@ def judge_gpu_in_container(node: str, command: str, rc: int, output: str) -> lis
                     "the container to list the node's GPU (GPU 0: ...)", command=command)]
 
 
-def judge_stale(node: str, workdir: str, container_name: str, image: str, running: list[Running]) -> list[Finding]:
+def judge_stale(node: str, workdir: str, container_name: str, image: str, ps: str, stats: str) -> list[Finding]:
+    """ps, stats: `docker ps` and `docker stats --no-stream` in the suite's formats (facts.docker.PS_FORMAT, STATS_FORMAT)."""
+    try:
+        running = parse_ps(ps, stats)
+    except ParseError as exc:
+        return [Finding(Code.GARBLED, node, str(exc), "docker ps output", command="docker ps", kind="docker ps")]
     return [Finding(Code.STALE_CONTAINER, node, f"container {c.name} ({c.image}) {c.status}"
                     + (f", using {c.memory.split(' / ')[0]}" if c.memory else ""),
                     "no serving container running before the deployment", name=c.name, workdir=workdir)

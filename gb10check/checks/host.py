@@ -54,3 +54,33 @@ def installed_driver(smi_query: str) -> str | None:
         return nvidia.parse_query(smi_query, ["driver_version"])[0]["driver_version"]
     except ParseError:
         return None
+
+
+def judge_ssh_user(node: str, user: str, seen: str | None, unreachable: str | None, address: str, port: int) -> list[Finding]:
+    """The node answers over SSH as the cluster's user (the one check that fails for an unreachable node)."""
+    if unreachable and "Authentication failed" in unreachable:
+        return [Finding(Code.SSH_USER, node, f"login as {user!r} refused ({unreachable})", f"user {user!r} with the runner's key",
+                        user=user)]
+    if unreachable:
+        return [Finding(Code.NODE_UNREACHABLE, node, unreachable, f"an SSH session as {user}", user=user, address=address, port=port)]
+    return [Finding(Code.SSH_USER, node, f"logged in as {seen!r}", f"user {user!r}", user=user)] if seen != user else []
+
+
+def judge_gpu_name(node: str, names: list, expected: str) -> list[Finding]:
+    return [] if names and all(n == expected for n in names) else \
+        [Finding(Code.GPU_NAME, node, f"GPU {', '.join(map(str, names)) or 'none'}", expected)]
+
+
+def judge_driver_same(node: str, head: str, mine: str | None, heads: str | None) -> list[Finding]:
+    """The installed (user-mode) driver equals rank 0's: a node waiting for its reboot still has the right one installed."""
+    missing = [(n, q) for n, q in ((node, mine), (head, heads)) if q is None]
+    if missing:
+        return [Finding(Code.NO_DRIVER, n, "nvidia-smi reports no driver version (see test_driver_parity)",
+                        "an installed NVIDIA driver", node=n) for n, _ in missing]
+    return [] if mine == heads else [Finding(Code.DRIVER_DIFFERS, node, f"driver {mine}", f"driver {heads} as on {head}", head=head)]
+
+
+def judge_clock(node: str, skew_s: float, max_skew_s: float, uncertainty_s: float) -> list[Finding]:
+    """Clock offset from the runner's, allowing the measurement's own uncertainty (half the round trip)."""
+    return [] if abs(skew_s) <= max_skew_s + uncertainty_s else \
+        [Finding(Code.CLOCK_SKEW, node, f"clock {skew_s:+.2f} s from the runner's", f"within {max_skew_s} s")]

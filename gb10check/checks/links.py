@@ -93,3 +93,40 @@ def judge_gid(node: str, link: Link, ports: list[IbPort], index: int, gid_type: 
     where_right = f"{gid_type} with {ip} is at index {right[0]}" if right else f"no {gid_type} GID holds {ip}"
     return [Finding(Code.GID_NOT_ROCE_V2, where, f"{seen}; {where_right}", f"GID {index} = {gid_type} with {ip}",
                     device=link.rdma_device, right_index=right[0] if right else "?")]
+
+
+def judge_same_up_links(node: str, head: str, mine: set[str], heads: set[str]) -> list[Finding]:
+    return [] if mine == heads else [Finding(Code.UP_LINKS_DIFFER, node, f"Up: {', '.join(sorted(mine)) or 'none'}",
+                                             f"Up: {', '.join(sorted(heads)) or 'none'} as on {head}")]
+
+
+def judge_netplan(node: str, path: str, mode: str | None, content: str, links: list[Link]) -> list[Finding]:
+    """mode: `stat -c %a` of the file, None when it does not exist."""
+    if mode is None:
+        return [Finding(Code.NETPLAN_MISSING, node, f"no {path}", f"{path} describing the QSFP links", path=path)]
+    findings = []
+    if mode.strip() != "600":
+        findings.append(Finding(Code.NETPLAN_MODE, node, f"{path} mode {mode.strip()}", "mode 600", path=path))
+    findings += [Finding(Code.NETPLAN_CONTENT, node, f"{path} does not mention {l.netdev}", f"{l.netdev} configured",
+                         path=path, netdev=l.netdev) for l in links if l.netdev not in content]
+    return findings
+
+
+def judge_default_route(node: str, routes: list[dict], links: list[Link]) -> list[Finding]:
+    """routes: `ip -j route show default`."""
+    qsfp = {l.netdev for l in links}
+    return [Finding(Code.DEFAULT_ROUTE_QSFP, node, f"default via {r.get('gateway', '?')} dev {r['dev']}",
+                    "no default route through a QSFP link", netdev=r["dev"]) for r in routes if r.get("dev") in qsfp]
+
+
+def judge_mtu(a: str, a_link: Link, a_mtu: int, b: str, b_link: Link, b_mtu: int) -> list[Finding]:
+    return [] if a_mtu == b_mtu else [Finding(Code.MTU_MISMATCH, f"{a}:{a_link.netdev}",
+                                              f"{a}:{a_link.netdev} MTU {a_mtu}, {b}:{b_link.netdev} MTU {b_mtu}",
+                                              "the same MTU at both ends", netdev=a_link.netdev)]
+
+
+def judge_route(src: str, src_link: Link, dst: str, dst_link: Link, dev: str | None, error: str) -> list[Finding]:
+    """dev: the device `ip route get` picks for the peer's address (None: no route, `error` says why)."""
+    return [] if dev == src_link.netdev else \
+        [Finding(Code.ROUTE_WRONG_DEV, f"{src}:{src_link.netdev}", f"route to {dst_link.ip} via {dev or 'nothing: ' + (error or 'no route')}",
+                 f"via {src_link.netdev}", netdev=src_link.netdev, peer=f"{dst} {dst_link.ip}")]

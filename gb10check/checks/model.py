@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..remedies import Code
-from ..sizing import Fit
+from ..sizing import Fit, SizingError, fit
 from ..verdict import Finding
 
 # What the suite runs in the model's cache folder: every file and link, with mode and size.
@@ -93,7 +93,20 @@ def judge_same_files(node: str, head: str, mine: dict, heads: dict) -> list[Find
                     f"{heads.get(f)}", f"the same files and sizes as on {head}", head=head)]
 
 
-def judge_fit(node: str, repo: str, fit: Fit) -> list[Finding]:
+def size(config_text: str, index_text: str, cluster) -> tuple[Fit | None, str | None]:
+    """The model's fit on one node from its config.json and safetensors index, or None and why it cannot be sized."""
+    d = cluster.deploy
+    try:
+        return fit(json.loads(config_text), json.loads(index_text), d.tensor_parallel_size, d.max_model_len, d.max_num_seqs,
+                   d.gpu_memory_utilization, cluster.expect.memory_gib, d.container_memory_limit), None
+    except (SizingError, ValueError) as exc:
+        return None, str(exc)
+
+
+def judge_fit(node: str, repo: str, fit: Fit | None, error: str | None = None) -> list[Finding]:
+    if fit is None:
+        return [Finding(Code.MODEL_CONFIG, node, f"cannot size {repo}: {error}", "a config.json and safetensors index that "
+                        "describe the model", repo=repo)]
     if fit.weights_exceed_memory:
         return [Finding(Code.MODEL_WEDGE, node, f"{repo}: {fit.weights_per_rank_gib:.1f} GiB of weights per rank",
                         f"at most {fit.memory_gib:.0f} GiB of unified memory; loading would exhaust unified memory and can "

@@ -3,7 +3,7 @@
 import pytest
 
 from gb10check.checks import links
-from gb10check.gather import SYSFS_IB, parsed
+from gb10check import gather
 from gb10check.verdict import report
 
 pytestmark = pytest.mark.network
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.network
 
 def test_roce_gid(node_link, cluster):
     node, link = node_link
-    ports = parsed(node, "ib_sysfs", SYSFS_IB)
+    ports = gather.parsed(node, "ib_sysfs", gather.SYSFS_IB)
     port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
     if port is not None and port.port_state != "ACTIVE":
         pytest.skip(f"cannot check the GID table of {node.name} {link.rdma_device}: its port is {port.port_state} and a down "

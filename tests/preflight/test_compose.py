@@ -1,25 +1,21 @@
 """Compose and .env lint on the files each node will start from: identical compose, the seed's design, the right rank."""
 
-import hashlib
-
 import pytest
 
 from gb10check import compose as stack
+from gb10check import gather
 from gb10check.checks import compose
 from gb10check.facts import parse
-from gb10check.gather import SYSFS_IB, parsed, vllm_args
-from gb10check.remedies import Code
-from gb10check.verdict import Finding, report
+from gb10check.verdict import report
 
 pytestmark = pytest.mark.preflight
 
 
 def files(node, cluster) -> tuple[str, str, str | None, str | None]:
-    d = cluster.deploy
-    path = f"{d.workdir}/{d.compose_file}"
-    text = node.run(f"cat {path}")
-    env = node.run(f"cat {d.workdir}/.env")
-    return path, f"{d.workdir}/.env", text.stdout if text.rc == 0 else None, env.stdout if env.rc == 0 else None
+    """The compose file's and the .env's paths and texts (None where `cat` failed)."""
+    compose_path, env_path = gather.compose_files(cluster)
+    text, env = (gather.result(node, gather.cat(p)) for p in (compose_path, env_path))
+    return compose_path, env_path, text.stdout if text.rc == 0 else None, env.stdout if env.rc == 0 else None
 
 
 def test_compose_same_as_head(follower, head, cluster):
@@ -27,21 +23,17 @@ def test_compose_same_as_head(follower, head, cluster):
     heads = files(head, cluster)[2]
     if mine is None or heads is None:
         pytest.skip(f"no {path} on {follower.name if mine is None else head.name} to compare (see test_compose_lint)")
-    h = lambda t: hashlib.sha256(t.encode()).hexdigest()[:12]  # noqa: E731
-    report([] if mine == heads else [Finding(Code.COMPOSE_DIFFERS, follower.name, f"{path} sha256 {h(mine)}",
-                                             f"sha256 {h(heads)} as on {head.name}", head=head.name)])
+    report(compose.judge_same_as_head(follower.name, head.name, path, mine, heads))
 
 
 def test_compose_lint(node, cluster):
-    path, env_path, text, env = files(node, cluster)
-    if text is None or env is None:
-        report([Finding(Code.COMPOSE_MISSING, node.name, f"no {path if text is None else env_path}", "the compose file and .env",
-                        path=path if text is None else env_path)])
+    compose_path, env_path, text, env = files(node, cluster)
+    report(compose.judge_files(node.name, compose_path, env_path, text, env))
     config, env_vars = parse("compose_config", text), stack.parse_env(env)
     found = stack.vllm_service(config)
-    args = vllm_args(node, stack.interpolate(found[1], env_vars)) if found else None
-    ifaces = parsed(node, "ip_j_addr", "ip -j addr")
-    ports = parsed(node, "ib_sysfs", SYSFS_IB)
+    args = gather.vllm_args(node, stack.interpolate(found[1], env_vars)) if found else None
+    ifaces = gather.parsed(node, "ip_j_addr", gather.IP_ADDR)
+    ports = gather.parsed(node, "ib_sysfs", gather.SYSFS_IB)
     report(compose.judge(cluster, node.spec, config, env_vars, ifaces, ports, args))
 
 
