@@ -1,46 +1,60 @@
 #!/usr/bin/env python3
-"""Wall time of `pytest -m "(preflight or network) and not slow"` on 2 and on 8 simulated nodes, serial and with workers.
+"""Wall time of `pytest -m "(preflight or network) and not slow"` on 2 and 8 simulated nodes, serial and with
+workers, for a baseline revision and for this tree, side by side in one run, with this tree's phases.
 
-`sudo .venv/bin/python bench/suite_walltime.py [--workers 4]`; prints one line per run, with the test counts.
+`sudo .venv/bin/python bench/suite_walltime.py [--baseline REV] [--workers 4]`. The baseline is checked out into a
+temporary git worktree and run against the same simulated cluster. Phases (serial runs of this tree): gather = every
+node's shared facts, probes = ping/SSH/ports of every path, judging and the rest = wall minus both (pytest start-up,
+collection and the checks that stay live: clock, compose dry run).
 """
 
 import argparse
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from gb10check.sim import control
 
 REPO = Path(__file__).resolve().parent.parent
+MARKS = "(preflight or network) and not slow"
 
 
-def run(cluster: Path, workers: int) -> tuple[float, str]:
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--cluster={cluster}", "-m",
-            "(preflight or network) and not slow"] + (["-n", str(workers)] if workers else [])
+def run(tree: Path, cluster: Path, workers: int) -> tuple[float, str, dict[str, float]]:
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--cluster={cluster}", "-m", MARKS] + \
+           (["-n", str(workers)] if workers else [])
     t = time.perf_counter()
-    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run(args, cwd=tree, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t
     summary = next((l for l in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", l)), done.stdout[-200:])
-    return wall, summary.strip("= ")
+    phases = {k: float(v) for k, v in re.findall(r"(gather|probes) ([\d.]+) s", done.stdout)}
+    return wall, summary.strip("= "), phases
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--baseline", default="4ba549e", help="revision to compare with (default: before gather-once)")
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()
-    print('wall time of pytest -m "(preflight or network) and not slow" on the simulated cluster')
+    base = Path(tempfile.mkdtemp(prefix="gb10check-baseline-")) / "tree"
+    subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base), args.baseline], cwd=REPO, check=True, timeout=60)
+    print(f'wall time of pytest -m "{MARKS}" on the simulated cluster: baseline {args.baseline} vs this tree')
+    print(f"{'nodes':>5} {'mode':>7} {'baseline s':>11} {'now s':>7} {'x':>6}  gather s  probes s  rest s   tests (now)")
     try:
         for nodes in (2, 8):
-            t = time.perf_counter()
             cluster = control.up(nodes, quiet=True)
-            print(f"  {nodes} nodes up in {time.perf_counter() - t:5.1f} s")
             for workers in (0, args.workers):
-                wall, summary = run(cluster, workers)
-                print(f"  {nodes} nodes, {'serial' if not workers else f'-n {workers}':>6}: {wall:6.1f} s   ({summary})")
+                before, _, _ = run(base, cluster, workers)
+                now, summary, phases = run(REPO, cluster, workers)
+                split = (f"{phases.get('gather', 0):8.2f}  {phases.get('probes', 0):8.2f}  "
+                         f"{now - sum(phases.values()):6.2f}") if not workers else f"{'':8}  {'':8}  {'':6}"
+                mode = "serial" if not workers else f"-n {workers}"
+                print(f"{nodes:>5} {mode:>7} {before:11.1f} {now:7.1f} {before / now:6.1f}  {split}   {summary}", flush=True)
     finally:
         control.down(quiet=True)
+        subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=REPO, timeout=60)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import re
 import shlex
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -155,6 +156,7 @@ class Fleet:
         self._facts: dict[str, dict[tuple[str, bool], Output] | RemoteError] | None = None
         self._lock = threading.Lock()
         self._probes = None
+        self.timing: dict[str, float] = {}  # phase -> wall seconds (gather, probes), for the run's summary and the bench
 
     def probes(self):
         """The run's reachability probes (ping, SSH mesh, ports), measured once when first asked."""
@@ -162,7 +164,7 @@ class Fleet:
 
         with self._lock:
             if self._probes is None:
-                self._probes = Probes(self.cluster, self.node)
+                self._probes = Probes(self.cluster, self.node, self.timing)
         return self._probes
 
     def node(self, name: str) -> RemoteNode:
@@ -188,9 +190,11 @@ class Fleet:
     def facts(self, name: str) -> dict[tuple[str, bool], Output]:
         with self._lock:
             if self._facts is None:
+                started = time.monotonic()
                 nodes = [self.node(n.name) for n in self.cluster.by_rank()]
                 with ThreadPoolExecutor(max_workers=min(32, len(nodes))) as pool:
                     self._facts = dict(zip([n.name for n in nodes], pool.map(self._gather_node, nodes)))
+                self.timing["gather"] = time.monotonic() - started
         got = self._facts[name]
         if isinstance(got, RemoteError):
             raise got

@@ -302,6 +302,10 @@ class Recorder:
             terminalreporter.section("gb10check: NOT CHECKED (could not look: neither a pass nor a fault of the cluster)")
             for t in unchecked:
                 terminalreporter.write_line(f"{t}\n  {self.messages.get(t, '').strip()}")
+        timing = config.stash[FLEET_KEY].timing if FLEET_KEY in config.stash else {}
+        if timing:  # this process's own phases (under -n each worker gathers for itself)
+            terminalreporter.write_line("gb10check timing: " + ", ".join(f"{k} {v:.2f} s" for k, v in timing.items())
+                                        + " (wall, every node at once)")
         if self.report_files:
             md, page = self.report_files
             terminalreporter.write_line(f"gb10check report: {md} and {page}")

@@ -98,8 +98,8 @@ def _key(src: str, src_dev: str, dst: str, dst_dev: str) -> str:
 class Probes:
     """Every path's ping, SSH and port results, measured once, the first time a test asks."""
 
-    def __init__(self, cluster: Cluster, node):
-        self.cluster, self.node = cluster, node  # node(name) -> RemoteNode
+    def __init__(self, cluster: Cluster, node, timing: dict[str, float]):
+        self.cluster, self.node, self.timing = cluster, node, timing  # node(name) -> RemoteNode; timing["probes"]: wall s
         self._results: dict[str, PathResult] | None = None
         self._lock = threading.Lock()
 
@@ -111,7 +111,9 @@ class Probes:
     def result(self, src: str, src_dev: str, dst: str, dst_dev: str) -> PathResult:
         with self._lock:
             if self._results is None:
+                started = time.monotonic()
                 self._results = self._measure()
+                self.timing["probes"] = time.monotonic() - started
         res = self._results[_key(src, src_dev, dst, dst_dev)]
         if res.error is not None:
             raise res.error
