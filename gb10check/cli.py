@@ -3,7 +3,6 @@
 import argparse
 import contextlib
 import json
-import os
 import signal
 import sys
 

@@ -252,6 +252,14 @@ def parsed(node: RemoteNode, kind: str, command: str, sudo: bool = False, ok_cod
                         command=command, kind=kind)])
 
 
+def parse_or_error(kind: str, text: str) -> tuple[Any, str | None]:
+    """(facts, None), or (None, why) when the text is not that tool's output: for runs whose unreadable output is a finding."""
+    try:
+        return facts.parse(kind, text), None
+    except facts.ParseError as exc:
+        return None, str(exc)
+
+
 @contextlib.contextmanager
 def exclusive(name: str):
     """One holder at a time across pytest-xdist workers (they share the runner's /tmp): for tests that bind a port on a node."""

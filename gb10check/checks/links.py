@@ -130,3 +130,16 @@ def judge_route(src: str, src_link: Link, dst: str, dst_link: Link, dev: str | N
     return [] if dev == src_link.netdev else \
         [Finding(Code.ROUTE_WRONG_DEV, f"{src}:{src_link.netdev}", f"route to {dst_link.ip} via {dev or 'nothing: ' + (error or 'no route')}",
                  f"via {src_link.netdev}", netdev=src_link.netdev, peer=f"{dst} {dst_link.ip}")]
+
+
+def judge_bandwidth(where: str, peer: str, device: str, result, parse_error: str | None, minimum_gbps: float) -> list[Finding]:
+    """One ib_write_bw run. result: facts.perftest.Perftest (None when its output could not be read: parse_error says why).
+
+    bw_average_gbps is the figure to judge: the mean BW average of the largest message size's rows; a run with failure
+    lines has `error` set even when it printed rows before failing."""
+    if result is None:
+        return [Finding(Code.RDMA_RUN, where, parse_error or "no output", "ib_write_bw results", peer=peer)]
+    if result.error or result.bw_average_gbps is None:
+        return [Finding(Code.RDMA_RUN, where, result.error or "no bandwidth figure", "ib_write_bw results", peer=peer)]
+    return [] if result.bw_average_gbps >= minimum_gbps else \
+        [Finding(Code.RDMA_BANDWIDTH, where, f"{result.bw_average_gbps:.2f} Gb/s", f">= {minimum_gbps:g} Gb/s", device=device)]

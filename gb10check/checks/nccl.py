@@ -36,3 +36,11 @@ def judge_nccl(facts: NcclTest, expect: Expect, where: str, hca: str = "") -> li
                 else "no bus bandwidth figure")
         findings.append(Finding(Code.NCCL_BANDWIDTH, where, seen, f">= {expect.min_nccl_busbw_gbps:g} Gb/s"))
     return findings
+
+
+def judge_run(where: str, rc: int, output: str, facts: NcclTest | None, expect: Expect, hca: str = "") -> list[Finding]:
+    """A whole mpirun of nccl-tests: a run that printed no table (facts None) or died is NCCL_RUN with its telling lines."""
+    if facts is None or (rc != 0 and not facts.error):
+        lines = [l for l in output.splitlines() if "WARN" in l or "failure" in l or "unable" in l] or output.strip().splitlines()[-1:]
+        return [Finding(Code.NCCL_RUN, where, f"exit {rc}: {' | '.join(lines)[:300]}", "an nccl-tests result table")]
+    return judge_nccl(facts, expect, where, hca=hca)

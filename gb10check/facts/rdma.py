@@ -217,7 +217,7 @@ def _sysfs_lines(text: str, sections) -> list[str]:
         banner = None
         for line in output.splitlines():
             s = line.strip()
-            if (b := HEAD_BANNER.match(s)):
+            if HEAD_BANNER.match(s):
                 banner = s[3:-3].strip()
                 continue
             if not s:

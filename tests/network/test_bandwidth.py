@@ -4,10 +4,9 @@ import time
 
 import pytest
 
-from gb10check.facts import perftest
-from gb10check.gather import exclusive
-from gb10check.remedies import Code
-from gb10check.verdict import Finding, report
+from gb10check.checks import links
+from gb10check.gather import exclusive, parse_or_error
+from gb10check.verdict import report
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
@@ -33,15 +32,7 @@ def test_ib_write_bw(link_pair, cluster, measurements):
         finally:
             lp.b.run(f"pkill -f 'ib_write_bw .*-p {port} ' || true")  # the server is always cleaned up
     where = f"{lp.a.name}:{lp.a_link.rdma_device}->{lp.b.name}:{lp.b_link.rdma_device}"
-    try:
-        result = perftest.parse(out.stdout + out.stderr)
-    except perftest.ParseError as exc:
-        report([Finding(Code.RDMA_RUN, where, str(exc), "ib_write_bw results", peer=lp.b.name)])
-    # bw_average_gbps is the figure to judge: the mean BW average of the largest message size's rows (one size here,
-    # -D runs print one row); a run with failure lines has `error` set even when it printed rows before failing.
-    if result.error or result.bw_average_gbps is None:
-        report([Finding(Code.RDMA_RUN, where, result.error or "no bandwidth figure", "ib_write_bw results", peer=lp.b.name)])
-    measurements("ib_write_bw", where, result.bw_average_gbps, "Gb/s")
-    report([] if result.bw_average_gbps >= expect.min_ib_write_bw_gbps else
-           [Finding(Code.RDMA_BANDWIDTH, where, f"{result.bw_average_gbps:.2f} Gb/s", f">= {expect.min_ib_write_bw_gbps:g} Gb/s",
-                    device=lp.a_link.rdma_device)])
+    result, error = parse_or_error("perftest", out.stdout + out.stderr)
+    if result is not None and not result.error and result.bw_average_gbps is not None:
+        measurements("ib_write_bw", where, result.bw_average_gbps, "Gb/s")
+    report(links.judge_bandwidth(where, lp.b.name, lp.a_link.rdma_device, result, error, expect.min_ib_write_bw_gbps))

@@ -2,10 +2,9 @@
 
 import pytest
 
-from gb10check.checks.nccl import judge_nccl
-from gb10check.facts import nccl
-from gb10check.remedies import Code
-from gb10check.verdict import Finding, report
+from gb10check.checks import nccl
+from gb10check.gather import parse_or_error
+from gb10check.verdict import report
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
@@ -15,7 +14,7 @@ def test_nccl_all_gather(cluster, head, measurements):
     if missing:
         pytest.skip(f"{' and '.join(missing)} not on PATH on {head.name}: install MPI and build NVIDIA's nccl-tests to measure "
                     "NCCL bus bandwidth")
-    nodes = sorted(cluster.nodes, key=lambda n: n.rank)
+    nodes = cluster.by_rank()
     hosts = ",".join(f"{n.links[0].ip}:1" for n in nodes)
     hca = "=" + ",".join(l.rdma_device for l in cluster.head.links if l.rdma_device)
     command = (f"mpirun -np {len(nodes)} -H {hosts} -x NCCL_DEBUG=INFO -x NCCL_IB_HCA={hca} "
@@ -24,13 +23,7 @@ def test_nccl_all_gather(cluster, head, measurements):
     out = head.run(command, timeout=600)
     text = out.stdout + out.stderr
     where = f"{head.name}: all_gather_perf x{len(nodes)}"
-    try:
-        result = nccl.parse(text)
-    except nccl.ParseError:
-        result = None
-    if result is None or (out.rc != 0 and not result.error):
-        lines = [l for l in text.splitlines() if "WARN" in l or "failure" in l or "unable" in l] or text.strip().splitlines()[-1:]
-        report([Finding(Code.NCCL_RUN, where, f"exit {out.rc}: {' | '.join(lines)[:300]}", "an nccl-tests result table")])
-    if result.busbw_gbps is not None:
+    result, _ = parse_or_error("nccl_tests", text)
+    if result is not None and result.busbw_gbps is not None:
         measurements("nccl all_gather busbw", where, result.busbw_gbps, "Gb/s")
-    report(judge_nccl(result, cluster.expect, where, hca=hca))
+    report(nccl.judge_run(where, out.rc, text, result, cluster.expect, hca=hca))
