@@ -268,6 +268,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
         elif args.sim_command == "scenarios":
             for s in scenarios.SCENARIOS.values():
                 print(f"{s.name:<24} {s.summary}")
+                for proof in s.proves:
+                    print(f"{'':<24}   proves {proof.replace(':', ' [') + ']'}")
         elif args.sim_command == "deploy":  # the same deploy as on GB10s, against the sim's cluster file
             args.cluster = str(control.state_dir() / "cluster.yaml")
             return cmd_deploy(args)

@@ -227,7 +227,10 @@ def pytest_runtest_call(item: pytest.Item):
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     rep = yield
     if call.excinfo is not None and call.excinfo.errisinstance(NotChecked):
-        rep.user_properties.append((NOT_CHECKED, str(call.excinfo.value.msg)))
+        message = str(call.excinfo.value.msg)
+        rep.user_properties.append((NOT_CHECKED, message))
+        if isinstance(rep.longrepr, tuple):  # as a plain skip reads (JUnit XML, -rs): the reason, not our class name
+            rep.longrepr = (rep.longrepr[0], rep.longrepr[1], f"Skipped: {message}")
     return rep
 
 

@@ -149,7 +149,8 @@ REMEDIES: dict[Code, str] = {
     Code.MODEL_DIFFERS: "copy the cache from {head} to {node} again (rsync -a over the QSFP link, without -L) and compare sizes",
     Code.MODEL_WEDGE: "use the FP8 checkpoint (seed: Qwen3.8-Flash-Next-FP8, 86.4 GiB per node) or more nodes; never start this one: "
                       "the driver spins in nv_alloc_system_pages and only a reboot ends it",
-    Code.MODEL_TOO_BIG: "lower --max-model-len along 262144 -> 131072 -> 65536, or --max-num-seqs (seed's troubleshooting table)",
+    Code.MODEL_TOO_BIG: "lower --max-model-len (halve it: the seed went 262144 -> 131072 -> 65536) or --max-num-seqs, or use a "
+                        "smaller checkpoint (seed's troubleshooting table)",
     Code.CONTAINER_LIMIT_LOW: "raise deploy.container_memory_limit above the need (and below the machine's memory), or lower max_model_len",
     Code.MEMORY_LOW: "free memory on {node} before starting (stop other containers and jobs; sync; echo 3 | sudo tee /proc/sys/vm/drop_caches)",
     Code.PAGE_CACHE: "drop the page cache on {node} before loading (sync; echo 3 | sudo tee /proc/sys/vm/drop_caches): on unified "
@@ -202,7 +203,8 @@ REMEDIES: dict[Code, str] = {
     Code.COMPOSE_V2_MISSING: "install compose v2 on {node} (sudo apt install docker-compose-plugin); the v1 `docker-compose` "
                              "does not read the stack's deploy.resources GPU reservation",
     Code.IMAGE_MISSING: "copy the image from rank 0: gb10check sync (docker save {image} | ssh {node} docker load)",
-    Code.IMAGE_ARCH: "use an image built for {arch} on {node} (GB10 is arm64: pull with --platform linux/arm64)",
+    Code.IMAGE_ARCH: "use an image built for {arch} on {node} (pull it with --platform linux/{arch}, or copy rank 0's with "
+                     "gb10check sync; GB10 machines are arm64)",
     Code.IMAGE_LAYERS_DIFFER: "copy the image from {head} instead of building or pulling it again on {node}: gb10check sync "
                               "(docker save {image} | ssh {node} docker load); every rank must run the same bits",
     Code.CONTAINER_NO_GPU: "install and configure the NVIDIA container toolkit on {node} (sudo nvidia-ctk runtime configure "

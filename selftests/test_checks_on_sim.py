@@ -76,7 +76,7 @@ EXPECTED: dict[str, dict[str, str]] = {
            rf"  fix: on {B}: sudo ufw allow from \S+ to any port {p} proto tcp"
            for l in (L0, L1) for p in (29501, 18515)},
         **{f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(l)}]": r"\[rdma-run\] .*Couldn't connect to" for l in (L0, L1)},
-        NCCL: r"\[nccl-run\] .*Connect to 169\.254\.159\.206<29600> failed : timed out",
+        NCCL: r"\[nccl-run\] .*remote process exited or there was a network error.*Connect to 169\.254\.159\.206<29600> failed : timed out",
     },
     "ufw-not-persisted": {
         f"{PF}/test_firewall.py::test_firewall[{B}]": r"\[ufw-not-persisted\] .*169\.254\.0\.0/16 accepted only by a hand-made iptables rule",
@@ -91,7 +91,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         **{f"{NW}/test_reachability.py::test_ssh_mesh[{path(s, d, L1)}]": r"\[ssh-mesh\] .*(No route|unreachable)"
            for s, d in ((A, B), (B, A))},
         f"{NW}/test_addressing.py::test_route_to_peer[{path(B, A, L1)}]": r"\[route-wrong-dev\] .*Network is unreachable",
-        f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-run\] .*Couldn't set the link layer",
+        f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-run\] .*Port number 1 state is Down",
         **{f"{PF}/test_compose.py::test_compose_lint[{n}]": r"\[compose-env\] .*NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0: roceP2p1s0f0 is "
            r"not an ACTIVE RDMA device here" for n in (A, B)},
         NCCL: r"\[nccl-socket-fallback\] .*NET/Socket.*\n.*\n\[nccl-bandwidth\] .*bus bandwidth 20\.0 Gb/s \(2\.50 GB/s\)",

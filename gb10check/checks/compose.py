@@ -2,6 +2,7 @@
 
 import hashlib
 import ipaddress
+import re
 
 from .. import compose
 from ..cluster import Cluster, Node, gib
@@ -12,9 +13,14 @@ from ..verdict import Finding
 
 
 def _limit_gib(svc: dict) -> float | None:
+    """The container's memory limit. In a compose file a bare number is bytes (and `docker compose config` writes bytes)."""
     raw = (((svc.get("deploy") or {}).get("resources") or {}).get("limits") or {}).get("memory") or svc.get("mem_limit")
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)) or re.fullmatch(r"\s*\d+\s*", str(raw)):
+        return float(raw) / 2**30
     try:
-        return gib(raw) if raw is not None else None
+        return gib(raw)
     except ValueError:
         return None
 
@@ -55,7 +61,7 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
 
     for key, want in (("network_mode", "host"), ("ipc", "host")):
         if svc.get(key) != want:
-            bad(Code.COMPOSE_SETTING, f"{key}: {svc.get(key)!r}", f"{key}: {want}", setting=f"{key}: {want}")
+            bad(Code.COMPOSE_SETTING, f"{key}: {svc[key]!r}" if key in svc else f"no {key}", f"{key}: {want}", setting=f"{key}: {want}")
     if str(svc.get("restart", "no")) not in ("no", "False", "false"):
         bad(Code.COMPOSE_SETTING, f"restart: {svc.get('restart')!r}", 'restart: "no"', setting='restart: "no"')
     if cluster.deploy.map_infiniband and not any(str(d).split(":")[0] == "/dev/infiniband" for d in svc.get("devices") or []):
@@ -102,10 +108,11 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
     for name_, want in expected.items():
         have = compose.flag(args, name_)
         if have != want:
-            bad(Code.COMPOSE_ARG, f"{name_} {have}", f"{name_} {want}", arg=name_, value=want)
+            bad(Code.COMPOSE_ARG, f"{name_} {have}" if have is not None else f"no {name_}", f"{name_} {want}", arg=name_, value=want)
     timeout = compose.flag(args, "--distributed-timeout-seconds")
     if timeout is None or not timeout.isdigit() or int(timeout) < d.distributed_timeout_s:
-        bad(Code.COMPOSE_ARG, f"--distributed-timeout-seconds {timeout}", f">= {d.distributed_timeout_s} (the load skew between "
+        bad(Code.COMPOSE_ARG, f"--distributed-timeout-seconds {timeout}" if timeout is not None else "no --distributed-timeout-seconds",
+            f">= {d.distributed_timeout_s} (the load skew between "
             "nodes: seed 341 s vs 831 s)", arg="--distributed-timeout-seconds", value=str(d.distributed_timeout_s))
     return f
 

@@ -1,6 +1,7 @@
 """ufw: the QSFP subnets and the API port allowed, and persisted so they survive a reboot."""
 
 import ipaddress
+import re
 
 from ..facts import ufw
 from ..remedies import Code
@@ -29,7 +30,7 @@ def judge(node: str, status: ufw.UfwStatus, user_rules: ufw.UserRules | None, uf
         if not (status.allows("0.0.0.0/0", int(port), proto) or all(status.allows(src, int(port), proto) for src in sources)):
             findings.append(Finding(Code.UFW_PORT, node, f"no ufw rule allowing {port_proto}", f"{port_proto} allowed",
                                     port=port_proto))
-    if "ENABLED=yes" not in ufw_conf.replace(" ", ""):
+    if not re.search(r"^\s*ENABLED\s*=\s*\"?yes\"?\s*$", ufw_conf, re.M):  # a commented "#ENABLED=yes" does not count
         findings.append(Finding(Code.UFW_NOT_AT_BOOT, node, "ENABLED is not yes in /etc/ufw/ufw.conf",
                                 "ufw enabled at boot (its rules loaded after a reboot)"))
     return findings

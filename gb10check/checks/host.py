@@ -39,7 +39,10 @@ def judge_driver(node: str, proc_version: str, smi_query: str) -> list[Finding]:
         user = nvidia.parse_query(smi_query, ["driver_version"])[0]["driver_version"]
     except ParseError as exc:
         return [Finding(Code.GARBLED, node, str(exc), "nvidia-smi --query-gpu=driver_version output",
-                        command="nvidia-smi --query-gpu=driver_version --format=csv,noheader")]
+                        command="nvidia-smi --query-gpu=driver_version --format=csv,noheader", kind="nvidia_smi_query")]
+    if not _is_version(user):  # nvidia-smi answered with an error line, not a version
+        return [Finding(Code.NO_DRIVER, node, f"kernel module {module} loaded, but nvidia-smi answers {str(user)[:120]!r}",
+                        "the user-mode driver's version from nvidia-smi")]
     if user != module:
         return [Finding(Code.DRIVER_MISMATCH, node, f"kernel module {module}", f"user-mode driver {user} (nvidia-smi)")]
     return []
@@ -51,9 +54,14 @@ def installed_driver(smi_query: str) -> str | None:
     if mismatch:
         return mismatch.library_version
     try:
-        return nvidia.parse_query(smi_query, ["driver_version"])[0]["driver_version"]
+        version = nvidia.parse_query(smi_query, ["driver_version"])[0]["driver_version"]
     except ParseError:
         return None
+    return version if _is_version(version) else None
+
+
+def _is_version(text) -> bool:
+    return isinstance(text, str) and re.fullmatch(r"\d+(\.\d+)+", text.strip()) is not None
 
 
 def judge_ssh_user(node: str, user: str, seen: str | None, unreachable: str | None, address: str, port: int) -> list[Finding]:

@@ -1,5 +1,7 @@
 """NCCL across the nodes: the transport the data took (from NCCL's channel lines) and the bus bandwidth."""
 
+import re
+
 from ..cluster import Expect
 from ..facts.nccl import NcclTest
 from ..remedies import Code
@@ -15,7 +17,10 @@ def judge_nccl(facts: NcclTest, expect: Expect, where: str, hca: str = "") -> li
     """
     findings: list[Finding] = []
     if facts.error:
-        findings.append(Finding(Code.NCCL_RUN, where, facts.error, "an nccl-tests run that completes"))
+        # nccl-tests' own line says that it failed; NCCL's first WARN usually says why (a peer that did not answer ...)
+        cause = next((w for w in facts.warnings if re.search(r"fail|timed out|refused|unreachable|error", w, re.I)), None)
+        findings.append(Finding(Code.NCCL_RUN, where, facts.error + (f" (NCCL WARN {cause})" if cause else ""),
+                                "an nccl-tests run that completes"))
     elif not facts.complete:
         got = f"{len(facts.rows)} result row(s)" if facts.rows else "no result rows"
         findings.append(Finding(Code.NCCL_RUN, where, f"the run was cut: {got} and no '# Avg bus bandwidth' line",

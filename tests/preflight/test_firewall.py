@@ -14,7 +14,7 @@ def test_firewall(node, cluster):
     if not status.active:
         print(f"{node.name}: ufw is inactive; nothing filters the QSFP links")  # the judge passes it; -rP shows this
     rules = gather.parsed(node, "ufw_user_rules", gather.UFW_USER_RULES, sudo=True) if status.active else None
-    conf = gather.result(node, gather.UFW_CONF, sudo=True).stdout
+    conf = gather.output(node, gather.UFW_CONF, sudo=True)  # unreadable: NOT CHECKED, never "not enabled at boot"
     live = gather.result(node, gather.UFW_LIVE, sudo=True).stdout
     fw = cluster.expect.firewall
     report(firewall.judge(node.name, status, rules, conf, live, [str(s) for s in fw.sources], fw.ports))
