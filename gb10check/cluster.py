@@ -80,7 +80,17 @@ class Node(Strict):
     address: str  # management address: where the runner reaches the node (host name or IP)
     rank: int = Field(ge=0)
     ssh_port: int | None = Field(None, ge=1, le=65535)
+    # ssh: reached over SSH as ssh.user; local: the machine the suite runs on (a runner on rank 0, a single GB10),
+    # its commands run here as the user running the suite, with the same timeouts and `sudo -n`.
+    connection: str = "ssh"
     links: list[Link] = Field(min_length=1)
+
+    @field_validator("connection")
+    @classmethod
+    def known_connection(cls, v):
+        if v not in ("ssh", "local"):
+            raise ValueError(f"expected 'ssh' (reach the node over SSH) or 'local' (the machine the suite runs on), got {v!r}")
+        return v
 
     @model_validator(mode="after")
     def links_on_distinct_subnets(self):
@@ -190,6 +200,9 @@ class Cluster(Strict):
                 if addr in seen:
                     raise ValueError(f"address {addr} is used twice: {seen[addr]} and {where}")
                 seen[addr] = where
+        local = [n.name for n in self.nodes if n.connection == "local"]
+        if len(local) > 1:
+            raise ValueError(f"only one node can be the machine the suite runs on (connection: local); got {', '.join(local)}")
         for n in self.nodes:
             for link in n.links:
                 if len(self.nodes) > 1 and not self.peers_of(n, link):
@@ -301,9 +314,13 @@ def cluster_file_path(given: str | os.PathLike | None = None) -> Path:
     return Path(given or os.environ.get("GB10CHECK_CLUSTER") or DEFAULT_FILE)
 
 
-def runner_problems(ssh: Ssh) -> list[str]:
-    """What on the runner itself would fail every check of every node: say it once, before any test, with the fix."""
+def runner_problems(ssh: Ssh, over_ssh: bool = True) -> list[str]:
+    """What on the runner itself would fail every check of every node: say it once, before any test, with the fix.
+
+    `over_ssh` False (every node is `connection: local`): nothing here is needed, known_hosts and keys included."""
     problems = []
+    if not over_ssh:
+        return problems
     kh = Path(ssh.known_hosts)
     if not kh.is_file():
         problems.append(f"known_hosts file {kh} (ssh.known_hosts) does not exist, so no host key can be verified: create it "

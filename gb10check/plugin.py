@@ -184,7 +184,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError(config.stash[USAGE_KEY])
     # The runner's own set-up (known_hosts, key) fails every check of every node: say it once, before any test.
     if CLUSTER_KEY in config.stash and not config.option.collectonly and any(stage_of(i.keywords) for i in session.items):
-        problems = runner_problems(config.stash[CLUSTER_KEY].ssh)
+        cluster = config.stash[CLUSTER_KEY]
+        problems = runner_problems(cluster.ssh, over_ssh=any(n.connection == "ssh" for n in cluster.nodes))
         if problems:
             raise pytest.UsageError("runner set-up: " + "; ".join(problems))
 

@@ -1,4 +1,5 @@
-"""The one way to reach a node: a testinfra host over paramiko, with verified host keys.
+"""The one way to reach a node: a testinfra host over paramiko with verified host keys, or, for a node with
+`connection: local` (the machine the suite runs on), testinfra's local backend under the same rules.
 
 testinfra's own paramiko backend accepts unknown host keys with a warning and has no command
 timeout. This backend:
@@ -8,17 +9,23 @@ timeout. This backend:
 - bounds the connect, the authentication and every command;
 - runs sudo non-interactively (`sudo -n`): a password prompt would hang, so it fails instead.
 One connection per node for the whole run; testinfra's modules (host.file, host.service ...) work.
+A local node runs its commands here through `BoundedLocalBackend`: the same command timeout (the
+command's whole process group is killed when it runs over), the same `sudo -n`, the same RemoteNode.
 """
 
+import contextlib
 import functools
 import os
+import signal
 import socket
+import subprocess
 import time
 from typing import Any
 
 import paramiko
 import testinfra.host
 from testinfra.backend.base import CommandResult
+from testinfra.backend.local import LocalBackend
 from testinfra.backend.paramiko import ParamikoBackend
 
 from .cluster import Node, Ssh
@@ -149,8 +156,38 @@ def _read(chan: paramiko.Channel, recv, deadline: float) -> bytes:
         buf += chunk
 
 
+class BoundedLocalBackend(LocalBackend):
+    """testinfra's local backend with the SSH path's rules: every command bounded, sudo never prompts."""
+
+    NAME = "gb10check-local"
+
+    def __init__(self, *, command_timeout: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.command_timeout = command_timeout
+
+    def get_sudo_command(self, command: str, sudo_user: str | None) -> str:
+        return VerifiedParamikoBackend.get_sudo_command(self, command, sudo_user)  # type: ignore[arg-type]
+
+    def run(self, command: str, *args: str, timeout: float | None = None, **kwargs: Any) -> CommandResult:
+        timeout = timeout or self.command_timeout
+        cmd = self.encode(self.get_command(command, *args))
+        # Its own session, so that a command that runs over is killed with everything it started.
+        proc = subprocess.Popen(cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise CommandTimeout(f"command did not finish within {timeout:g} s: {cmd.decode(errors='replace')[:200]}") from None
+        return self.result(proc.returncode, cmd, stdout, stderr)
+
+
 def connect(node: Node, ssh: Ssh) -> testinfra.host.Host:
-    """A testinfra Host for `node`. The connection opens on first use and is kept."""
+    """A testinfra Host for `node`. The connection opens on first use and is kept (a local node needs none)."""
+    if node.connection == "local":
+        return testinfra.host.Host(BoundedLocalBackend(command_timeout=ssh.command_timeout_s))
     port = node.ssh_port or ssh.port
     backend = VerifiedParamikoBackend(
         f"{ssh.user}@{node.address}:{port}",
@@ -180,11 +217,12 @@ class RemoteNode:
     links = property(lambda self: self.spec.links)
 
     def __repr__(self) -> str:
-        return f"<node {self.name} rank {self.rank} at {self.spec.address}>"
+        where = "local (this machine)" if self.spec.connection == "local" else self.spec.address
+        return f"<node {self.name} rank {self.rank} at {where}>"
 
     @property
     def host(self) -> testinfra.host.Host:
-        if self._error is None:
+        if self._error is None and isinstance(self._host.backend, VerifiedParamikoBackend):
             try:
                 self._host.backend.client  # noqa: B018 - opens the connection once
             except NodeUnreachable as exc:
