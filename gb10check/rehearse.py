@@ -22,7 +22,7 @@ def suite(cluster: Path, out: Path, name: str, marker: str) -> int:
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", marker, f"--cluster={cluster}",
             f"--report-dir={out / name}", f"--junitxml={out / name / 'junit.xml'}"]
     print(f"== {name}: pytest -m \"{marker}\"", flush=True)
-    return subprocess.run(argv, cwd=REPO).returncode
+    return subprocess.run(argv, cwd=REPO, timeout=1800).returncode  # a stage that hangs ends the rehearsal, named by its stage
 
 
 def rehearse(out: Path, slow: bool = True) -> int:

@@ -37,7 +37,7 @@ def ensure_key(path: Path, console: Console) -> tuple[str, str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         # paramiko reads ed25519 keys but cannot make them: ssh-keygen does, with no prompt.
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gb10check-cluster-key", "-f", str(path)],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, timeout=60)
     path.chmod(0o600)
     pub_path = path.with_name(path.name + ".pub")
     private = path.read_text()

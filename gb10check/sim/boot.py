@@ -18,8 +18,11 @@ import sys
 import time
 
 
-def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, check=check, capture_output=True, text=True)
+def sh(*argv: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"`{' '.join(argv)}` did not finish within {timeout:g} s") from None
 
 
 def mount(*args: str) -> None:
@@ -200,7 +203,7 @@ def configure(root: str, spec: dict) -> None:
     write(f"{root}/etc/hostname", spec["name"] + "\n")
     hosts = "127.0.0.1\tlocalhost\n" + "".join(f"{ip}\t{name}\n" for name, ip in spec["hosts"])
     write(f"{root}/etc/hosts", hosts)
-    if subprocess.run(["chroot", root, "id", user], capture_output=True).returncode != 0:
+    if subprocess.run(["chroot", root, "id", user], capture_output=True, timeout=30).returncode != 0:
         # "*": no password and not locked (sshd without PAM refuses locked accounts, even with a key).
         sh("chroot", root, "useradd", "--create-home", "--shell", "/bin/bash", "--password", "*", user)
     pw = sh("chroot", root, "id", "-u", user).stdout.strip(), sh("chroot", root, "id", "-g", user).stdout.strip()

@@ -41,8 +41,11 @@ def need_root() -> None:
             raise SimError(f"{tool} is missing: apt-get install iproute2 util-linux openssh-server openssh-client ufw python3")
 
 
-def run(*argv: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run(argv, capture_output=True, text=True, input=input)
+def run(*argv: str, check: bool = True, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SimError(f"`{' '.join(argv)}` did not finish within {timeout:g} s") from None
     if check and proc.returncode != 0:
         raise SimError(f"`{' '.join(argv)}` failed: {(proc.stderr or proc.stdout).strip()}")
     return proc
@@ -120,7 +123,7 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
                        "run `gb10check sim provision` first (once; a few minutes)")
     tools = ("sshd", "ufw", "dockerd") + (("netplan", "udevadm", "systemctl") if init == "systemd" else ())
     missing = [tool for tool in tools if not shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")]
-    if missing or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0:
+    if missing or subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=30).returncode != 0:
         raise SimError(f"the simulated nodes need {', '.join(missing) or 'compose v2 (`docker compose`)'} on this machine: "
                        "run `sudo scripts/install-sim-packages` (Debian 12)")
     down(quiet=True)

@@ -73,8 +73,11 @@ def ready() -> bool:
     return (venv() / ".gb10check-ready").exists() and (model_entry() / "refs" / "main").exists()
 
 
-def _run(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True)
+def _run(argv: list[str], what: str, timeout: float = 1800) -> None:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ProvisionError(f"{what} did not finish within {timeout:g} s: `{' '.join(argv)[:200]}`") from None
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise ProvisionError(f"{what} failed (exit {proc.returncode}):\n{tail}")

@@ -18,7 +18,8 @@ def nvidia_container_runtime_hook(args: list[str]) -> int:
     rootfs = rootfs if os.path.isabs(rootfs) else os.path.join(container["bundle"], rootfs)
     script = (f"mkdir -p {rootfs}/etc/gb10sim && mount --bind /etc/gb10sim {rootfs}/etc/gb10sim "
               f"&& mount -o remount,bind,ro {rootfs}/etc/gb10sim")
-    done = subprocess.run(["nsenter", "-t", str(container["pid"]), "-m", "-r", "/bin/sh", "-c", script], capture_output=True, text=True)
+    done = subprocess.run(["nsenter", "-t", str(container["pid"]), "-m", "-r", "/bin/sh", "-c", script], capture_output=True, text=True,
+                          timeout=30)
     if done.returncode != 0:
         print(f"nvidia-container-cli: mount error: {done.stderr.strip()}", file=sys.stderr)
     return done.returncode
