@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .cluster import Cluster
+from .poll import wait_until
 from .remote import RemoteError, RemoteNode
 
 CONNECT_TIMEOUT_S = 3
@@ -132,12 +133,9 @@ class Probes:
             try:
                 nodes[name].run(f"rm -f {ready}; nohup python3 -c {shlex.quote(LISTEN)} {shlex.quote(json.dumps(listen[name]))} "
                                 f"{WINDOW_S} {ready} gb10check-listen-{run_id} >/dev/null 2>&1 &")
-                deadline = time.monotonic() + 35  # the listener may wait for another run's to finish
-                while time.monotonic() < deadline:
-                    if nodes[name].run(f"test -e {ready}").rc == 0:
-                        return None
-                    time.sleep(0.05)
-                return None  # no listener: the connections will say what they met
+                # The listener may wait for another run's to finish; without one, the connections say what they met.
+                wait_until(lambda: nodes[name].run(f"test -e {ready}").rc == 0, 35, interval_s=0.05)
+                return None
             except RemoteError as exc:
                 return exc
 

@@ -11,13 +11,13 @@ Idempotent: a node whose file, mode and addresses are right is left alone.
 import base64
 import difflib
 import shlex
-import time
 
 from rich.console import Console
 
 from ..cluster import Cluster, Node
 from ..facts import ip
 from ..facts._text import ParseError
+from ..poll import wait_until
 from ..remote import RemoteError, RemoteNode
 
 BACKUP = ".gb10check-bak"
@@ -84,9 +84,8 @@ def step(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, co
                 remote.output(f"cp -p {q} {q}{BACKUP}", sudo=True)
             remote.output(f"install -m 600 -o root -g root {tmp} {q} && rm -f {tmp}", sudo=True)
             applied = remote.run("netplan apply", sudo=True, timeout=120)
-            deadline = time.monotonic() + settle_s
-            while (missing := missing_addresses(remote)) and time.monotonic() < deadline:
-                time.sleep(0.5)
+            wait_until(lambda: not missing_addresses(remote), settle_s, interval_s=0.5)
+            missing = missing_addresses(remote)
             if applied.rc != 0 or missing:
                 errors += 1
                 why = f"netplan apply exited {applied.rc}: {(applied.stderr or applied.stdout).strip()[-300:]}" if applied.rc \

@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import compose
 from ..deploy import netplan as netplan_step
 from ..cluster import load_cluster
+from ..poll import wait_until
 from . import image, provision, topology
 from .topology import MGMT_BRIDGE, MGMT_NET, NETNS_PREFIX, SimNode
 
@@ -220,15 +221,16 @@ def wait_booted(name: str, addresses: list[str], timeout_s: float = 90) -> None:
 
 def init_pid(unshare_pid: int) -> int:
     """The host PID of a node's init: the child unshare forked (ip netns exec execs unshare in place)."""
-    for _ in range(100):
+    def children() -> list[str]:
         try:
-            children = Path(f"/proc/{unshare_pid}/task/{unshare_pid}/children").read_text().split()
+            return Path(f"/proc/{unshare_pid}/task/{unshare_pid}/children").read_text().split()
         except OSError:
-            children = []
-        if children:
-            return int(children[0])
-        time.sleep(0.01)
-    raise SimError(f"cannot find the init of unshare {unshare_pid}")
+            return []
+
+    found = wait_until(children, 1.0, interval_s=0.01)
+    if not found:
+        raise SimError(f"cannot find the init of unshare {unshare_pid} within 1 s")
+    return int(found[0])
 
 
 def nodes() -> list[str]:
@@ -287,9 +289,7 @@ def down(quiet: bool = False) -> None:
         ifname = link.split(":")[1].strip().split("@")[0] if ":" in link else ""
         if ifname.startswith("gb10sim-"):
             run("ip", "link", "del", ifname, check=False)
-    deadline = time.monotonic() + 5
-    while _leftover_mounts(d) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: not _leftover_mounts(d), 5, interval_s=0.05)
     for target in _leftover_mounts(d):
         run("umount", "-l", target, check=False)
     if d.exists():

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .. import compose
 from ..cluster import load_cluster
+from ..poll import wait_until
 from . import control, provision
 
 CGROUP = Path("/sys/fs/cgroup/cpu/gb10sim-vllm")  # cgroup v1 cpu controller, as on this kind of machine
@@ -78,10 +79,7 @@ def stop(quiet: bool = True) -> None:
                 os.killpg(pgid, sig)
             except ProcessLookupError:
                 break
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and _alive(pgid):
-                time.sleep(0.2)
-            if not _alive(pgid):
+            if wait_until(lambda: not _alive(pgid), wait, interval_s=0.2):
                 break
     remove_cgroup()
     if record_path().exists():
