@@ -9,7 +9,6 @@ Idempotent: a node whose file, mode and addresses are right is left alone.
 """
 
 import base64
-import difflib
 import shlex
 
 from rich.console import Console
@@ -19,6 +18,7 @@ from ..facts import ip
 from ..facts._text import ParseError
 from ..poll import wait_until
 from ..remote import RemoteError, RemoteNode
+from .converge import show_change
 
 BACKUP = ".gb10check-bak"
 
@@ -67,10 +67,7 @@ def step(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, co
             changed += 1
             verb = "would change" if check_only else "changing"
             if have != want:
-                console.print(f"[yellow]{verb}[/] {remote.name}:{path}" + (" (new file)" if have is None else ""))
-                console.print("".join(difflib.unified_diff((have or "").splitlines(keepends=True), want.splitlines(keepends=True),
-                                                           f"{remote.name}:{path} (now)", f"{remote.name}:{path} (rendered)")),
-                              markup=False, highlight=False)
+                show_change(console, f"{remote.name}:{path}", have, want, check_only)
             if mode not in (None, "600"):
                 console.print(f"[yellow]{verb}[/] {remote.name}:{path} mode {mode} -> 600")
             if missing:

@@ -33,9 +33,9 @@ from .. import compose
 from ..cluster import Cluster
 from ..facts import vllm_log
 from ..facts._text import ParseError
-from ..gather import compose_dry_run
 from ..facts.docker import parse_container
 from ..facts.meminfo import parse_meminfo
+from ..gather import compose_dry_run
 from ..remote import RemoteNode
 
 LIKELY_STALL = ("a firewall dropping the master port {port} on a follower (ufw allow from the QSFP subnets); "

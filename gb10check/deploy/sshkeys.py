@@ -11,7 +11,6 @@ node runs a non-interactive `ssh PEER hostname` to every peer over every link.
 """
 
 import base64
-import difflib
 import shlex
 import subprocess
 from pathlib import Path
@@ -21,6 +20,7 @@ from rich.console import Console
 
 from ..cluster import Cluster
 from ..remote import RemoteError, RemoteNode
+from .converge import show_change
 
 BEGIN, END = "# BEGIN gb10check cluster peers (managed: edits inside are replaced)", "# END gb10check cluster peers"
 KEY_NAME = "id_ed25519_shared"
@@ -123,16 +123,9 @@ def run(cluster: Cluster, nodes: list[RemoteNode], key_path: Path, check_only: b
             for rel, edit, text, mode, secret in wanted:
                 have = read(node, rel)
                 want = edit(have) if edit else text
-                if have == want:
-                    console.print(f"[green]unchanged[/] {node.name}:~/{rel}")
+                if not show_change(console, f"{node.name}:~/{rel}", have, want, check_only, secret=secret):
                     continue
                 changed += 1
-                console.print(f"[yellow]{'would change' if check_only else 'changing'}[/] {node.name}:~/{rel}"
-                              + (" (new file)" if not have else "") + (" (a private key: content not shown)" if secret else ""))
-                if not secret:
-                    diff = difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
-                                                f"{node.name}:~/{rel} (now)", f"{node.name}:~/{rel} (wanted)")
-                    console.print("".join(diff), markup=False, highlight=False)
                 if not check_only:
                     write(node, rel, want, mode)
         except RemoteError as exc:

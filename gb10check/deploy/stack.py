@@ -1,7 +1,6 @@
 """Render the compose file and each node's .env, show the difference with what is on the node, push them."""
 
 import base64
-import difflib
 import shlex
 
 from rich.console import Console
@@ -9,6 +8,7 @@ from rich.console import Console
 from .. import compose
 from ..cluster import Cluster
 from ..remote import RemoteError, RemoteNode
+from .converge import show_change
 
 
 def wanted_files(cluster: Cluster, node_name: str) -> dict[str, str]:
@@ -26,15 +26,9 @@ def push(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, co
             try:
                 current = node.run(f"cat {shlex.quote(path)}")
                 have = current.stdout if current.rc == 0 else None
-                if have == text:
-                    console.print(f"[green]unchanged[/] {node.name}:{path}")
+                if not show_change(console, f"{node.name}:{path}", have, text, check_only):
                     continue
                 changed += 1
-                diff = difflib.unified_diff((have or "").splitlines(keepends=True), text.splitlines(keepends=True),
-                                            f"{node.name}:{path} (now)", f"{node.name}:{path} (rendered)")
-                console.print(f"[yellow]{'would change' if check_only else 'changing'}[/] {node.name}:{path}"
-                              + (" (new file)" if have is None else ""))
-                console.print("".join(diff), markup=False, highlight=False)
                 if not check_only:
                     blob = base64.b64encode(text.encode()).decode()
                     node.output(f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])} && printf %s {blob} | base64 -d > {shlex.quote(path)}.gb10check "
