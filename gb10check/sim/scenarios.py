@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from . import control, model_files
+from . import control, image, model_files
 from .provision import MODEL_REPO
 
 
@@ -44,7 +44,7 @@ def _links(**per_link) -> dict:
 
 
 HF = "/home/lenovo/vllm/huggingface"
-IMAGE = "gb10sim/vllm-cpu:local"
+IMAGE = image.NAME
 MODEL_DIR = f"{HF}/hub/models--" + MODEL_REPO.replace("/", "--")
 
 

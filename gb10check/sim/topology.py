@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from . import provision
+from . import image, provision
 from .provision import MODEL_REPO
 
 MGMT_NET = "198.18.0"  # RFC 2544 benchmarking range: never routed, never anyone's LAN
@@ -66,7 +66,7 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22) -> st
         "expect": {"memory_gib": 119, "gpu_name": "NVIDIA GB10", "link_speed_mbps": 200000, "roce_gid_type": "RoCE v2",
                    "roce_gid_index": 3, "min_ib_write_bw_gbps": 90,
                    "firewall": {"sources": ["169.254.0.0/16", "192.168.101.0/24"], "ports": ["20001/tcp"]}},
-        "deploy": {"workdir": f"/home/{USER}/vllm", "compose_file": "compose.yml", "image": "gb10sim/vllm-cpu:local",
+        "deploy": {"workdir": f"/home/{USER}/vllm", "compose_file": "compose.yml", "image": image.NAME,
                    # The real small model the simulated head serves (see sim/provision.py), sized for 2 CPU cores.
                    "model_id": MODEL_REPO, "served_model_name": "smollm2-135m",
                    "tensor_parallel_size": len(nodes), "max_model_len": 8192, "max_num_seqs": 4,
