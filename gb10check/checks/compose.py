@@ -10,6 +10,7 @@ from ..facts.ip import Interface
 from ..facts.rdma import IbPort
 from ..remedies import Code
 from ..verdict import Finding
+from .links import roce_gid_indexes
 
 
 def _limit_gib(svc: dict) -> float | None:
@@ -144,8 +145,7 @@ def _judge_env_vars(cluster: Cluster, node: Node, service: str, env: dict[str, s
     if gid is not None:
         wrong = []
         for link in node.links:
-            port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
-            right = [g.index for g in port.gids if g.type == cluster.expect.roce_gid_type and g.ipv4 == link.ip] if port else []
+            right = roce_gid_indexes(ports, link, cluster.expect.roce_gid_type)
             if right and str(right[0]) != gid:
                 wrong.append(f"{link.rdma_device} has RoCE v2 at {right[0]}")
         if wrong:

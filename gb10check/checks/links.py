@@ -80,12 +80,19 @@ def judge_distinct_subnets(node: str, links: list[Link], ifaces: list[Interface]
     return findings
 
 
+def roce_gid_indexes(ports: list[IbPort], link: Link, gid_type: str) -> list[int]:
+    """The GID indexes of the link's RDMA device that hold gid_type (RoCE v2) with the link's IPv4 address: the one
+    lookup the GID check and the compose lint share."""
+    port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
+    return [g.index for g in (port.gids if port else []) if g.type == gid_type and g.ipv4 == link.ip]
+
+
 def judge_gid(node: str, link: Link, ports: list[IbPort], index: int, gid_type: str) -> list[Finding]:
     port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
     where = f"{node}:{link.rdma_device}"
     ip = link.ip
     gids = port.gids if port else []
-    right = [g.index for g in gids if g.type == gid_type and g.ipv4 == ip]
+    right = roce_gid_indexes(ports, link, gid_type)
     at = next((g for g in gids if g.index == index), None)
     if at is not None and at.type == gid_type and at.ipv4 == ip:
         return []
