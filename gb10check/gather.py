@@ -51,12 +51,32 @@ UFW_STATUS = "ufw status verbose"
 UFW_USER_RULES = "cat /etc/ufw/user.rules"
 UFW_CONF = "cat /etc/ufw/ufw.conf"
 UFW_LIVE = "iptables -S ufw-user-input"
+CMDLINE = "cat /proc/cmdline"
+BIOS_VERSION = "cat /sys/class/dmi/id/bios_version"
+BIOS_DATE = "cat /sys/class/dmi/id/bios_date"
+DRIVER_PACKAGES = "dpkg-query -W -f='${Package} ${Status}\\n' 'nvidia-driver-*' 'libnvidia-compute-*'"
+APT_HOLDS = "apt-mark showhold"
+UNATTENDED_UPGRADES = "cat /etc/apt/apt.conf.d/50unattended-upgrades"
+REBOOT_REQUIRED = ("if [ -e /var/run/reboot-required ]; then echo present; cat /var/run/reboot-required.pkgs 2>/dev/null; "
+                   "else echo absent; fi")
+# The kernel log since boot, kept to the lines the checks judge (and a note naming its source): journalctl, else dmesg.
+KERNEL_LOG_SIGNS = r"NVRM: Xid|NV_ERR_NO_MEMORY|mlx5_core.*Link down|Out of memory|oom-kill|invoked oom-killer"
+KERNEL_LOG = ("if journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -q .; then echo '-- source: journalctl -k -b --'; "
+              "journalctl -k -b -q --no-pager -o short-monotonic; elif dmesg >/dev/null 2>&1; then echo '-- source: dmesg --'; "
+              "dmesg; else echo '-- source: none --'; fi | grep -aE " + shlex.quote("^-- source|" + KERNEL_LOG_SIGNS) + " | tail -n 300")
+RDMA_COUNTERS = ("for f in /sys/class/infiniband/*/ports/*/counters/link_downed /sys/class/infiniband/*/ports/*/counters/symbol_error "
+                 "/sys/class/infiniband/*/ports/*/counters/port_rcv_errors; do [ -r \"$f\" ] && "
+                 "printf '%s:%s\\n' \"$f\" \"$(cat \"$f\" 2>/dev/null)\"; done; true")
 DOCKER_PS = f"docker ps --format '{facts.docker.PS_FORMAT}'"
 DOCKER_STATS = f"docker stats --no-stream --format '{facts.docker.STATS_FORMAT}'"
 
 
 def ethtool(netdev: str) -> str:
     return f"ethtool {shlex.quote(netdev)}"
+
+
+def ethtool_info(netdev: str) -> str:
+    return f"ethtool -i {shlex.quote(netdev)}"
 
 
 def mtu(netdev: str) -> str:
@@ -103,9 +123,11 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
             container.gpu_probe(cluster.deploy.image, cluster.deploy.extra_volumes), DOCKER_PS, DOCKER_STATS,
             cat(compose_path), cat(env_path), model_listing(cluster), snapshot_file(cluster, "config.json"),
             snapshot_file(cluster, "model.safetensors.index.json"),
-            *(mtu(l.netdev) for l in node.links), *(route_to(ip) for ip in peers)]
+            *(mtu(l.netdev) for l in node.links), *(route_to(ip) for ip in peers),
+            CMDLINE, BIOS_VERSION, BIOS_DATE, *(ethtool_info(l.netdev) for l in node.links), DRIVER_PACKAGES, APT_HOLDS,
+            UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS]
     sudo = [UFW_STATUS, UFW_USER_RULES, UFW_CONF, UFW_LIVE, netplan_mode(cluster.expect.netplan_file), cat(cluster.expect.netplan_file),
-            *(ethtool(l.netdev) for l in node.links)]
+            *(ethtool(l.netdev) for l in node.links), KERNEL_LOG]
     return {False: user, True: sudo}
 
 

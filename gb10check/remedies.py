@@ -72,6 +72,12 @@ class Code(str, Enum):
     NCCL_RUN = "nccl-run"
     NCCL_SOCKET = "nccl-socket-fallback"
     NCCL_BANDWIDTH = "nccl-bandwidth"
+    VERSION_DIFFERS = "version-differs"
+    KNOWN_BAD_VERSION = "known-bad-version"
+    REBOOT_REQUIRED = "reboot-required"
+    DRIVER_NOT_HELD = "driver-not-held"
+    KERNEL_LOG = "kernel-log"
+    RDMA_ERROR_COUNTERS = "rdma-error-counters"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
     UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
@@ -173,6 +179,20 @@ REMEDIES: dict[Code, str] = {
                       "NCCL_IB_GID_INDEX holds RoCE v2 (see test_roce_gid and test_rdma_port_active)",
     Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "
                          "Dell GB10 pair: 22.96 GB/s all_gather bus bandwidth",
+    Code.VERSION_DIFFERS: "make the {what} of {node} what {head} runs (the same BIOS via fwupdmgr or the vendor's package, "
+                          "the same ConnectX firmware via the OS image's firmware updater, the same GRUB_CMDLINE_LINUX_DEFAULT "
+                          "then sudo update-grub), then reboot {node}",
+    Code.KNOWN_BAD_VERSION: "{advisory_fix} (source: {source})",
+    Code.REBOOT_REQUIRED: "reboot {node} before deploying (upgrades installed since boot take effect then; a driver upgrade "
+                          "otherwise shows up later as an NVML mismatch)",
+    Code.DRIVER_NOT_HELD: "on {node}: {hold_command} (or add them to Unattended-Upgrade::Package-Blacklist in "
+                          "/etc/apt/apt.conf.d/50unattended-upgrades); upgrade the driver deliberately on every node at once, "
+                          "then reboot (source: {source})",
+    Code.KERNEL_LOG: "read the lines ({what}) in sudo journalctl -k -b on {node}: an Xid names the GPU fault (NVIDIA's Xid "
+                     "catalogue), NV_ERR_NO_MEMORY and OOM kills mean unified memory ran out (lower gpu_memory_utilization or "
+                     "max_model_len), mlx5 link down means the cable or the peer port flapped; a reboot clears the log",
+    Code.RDMA_ERROR_COUNTERS: "errors on {device} port {port} of {node}: reseat or replace the QSFP cable and check the peer "
+                              "port; the counters in /sys/class/infiniband/{device}/ports/{port}/counters reset at reboot",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",

@@ -7,7 +7,7 @@ reachable from the command line and must have captures that exercise it.
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
-from . import docker, ethtool, ibdev2netdev, ip, meminfo, nccl, nvidia, perftest, rdma, ufw, vllm_api, vllm_log
+from . import apt, docker, ethtool, ibdev2netdev, ip, kmsg, meminfo, nccl, nvidia, perftest, rdma, ufw, vllm_api, vllm_log
 from ._text import ParseError
 
 
@@ -46,6 +46,9 @@ KINDS: dict[str, Kind] = {
     "docker_image_inspect": Kind(docker.parse_image, "docker image inspect IMAGE"),
     "compose_ps": Kind(docker.parse_compose_ps, "docker compose ps"),
     "compose_config": Kind(docker.parse_compose_config, "docker compose config"),
+    "dpkg_query": Kind(apt.parse_dpkg_query, "dpkg-query -W -f='${Package} ${Status}\\n' PATTERN..."),
+    "unattended_upgrades": Kind(apt.parse_unattended_upgrades, "/etc/apt/apt.conf.d/50unattended-upgrades"),
+    "kernel_log": Kind(kmsg.parse, "journalctl -k -b [-o short-monotonic] or dmesg [-T]"),
 }
 
 

@@ -1,0 +1,74 @@
+"""Known-bad versions on GB10 clusters: one table of data, judged against each node's facts.
+
+Each advisory names what it is, which versions it affects (a kernel release pattern, a kernel command-line
+parameter whose absence matters, a BIOS date before which it applies, a driver version range, or the NVIDIA
+driver packages being open to unattended upgrades), the symptom users see, the fix, and the public report it
+comes from. Every criterion given must hold for a node to be affected; a fact the node did not give (no DMI
+table, no driver) never makes it affected. `checks.platform.judge_advisories` reads this table; an entry whose
+`check` names another test is judged there instead (the driver packages: `test_driver_packages_held`, which
+prints the exact hold command). Add an entry here, with a judge test in selftests/test_judges_platform.py
+that names its id: selftests check both, and that its source is a URL.
+"""
+
+from dataclasses import dataclass
+from datetime import date
+
+
+@dataclass(frozen=True)
+class Advisory:
+    id: str
+    what: str
+    symptom: str
+    fix: str
+    source: str  # the public report (URL)
+    fail: bool = False  # a failure (it stops the deployment), else a warning (degraded but usable)
+    kernel: str | None = None  # regular expression the whole `uname -r` matches
+    cmdline_lacks: str | None = None  # affected unless /proc/cmdline holds this parameter (`kho=off`)
+    bios_before: date | None = None  # affected when /sys/class/dmi/id/bios_date is before this day
+    driver_min: str | None = None  # NVIDIA driver version range, min included
+    driver_max: str | None = None  # max excluded
+    driver_unheld: bool = False  # affected when NVIDIA driver packages can be upgraded behind the running module
+    check: str | None = None  # the test that judges it, when not test_advisories
+
+
+ADVISORIES: tuple[Advisory, ...] = (
+    Advisory(
+        id="kernel-7.0-kho",
+        what="Linux 7.0.0 kernels (7.0.0-1019-nvidia on DGX OS) with Kexec HandOver enabled by default",
+        symptom="NCCL init fails with 'Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory' under GPU "
+                "memory pressure: KHO's scratch area (about 9.3 GiB) is handed back as CMA pageblocks that long-term "
+                "pinning cannot use",
+        fix="add kho=off to the kernel command line (GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, then sudo "
+            "update-grub and reboot), or boot a 6.17 kernel",
+        source="https://github.com/NVIDIA/NV-Kernels/pull/591",
+        fail=True,
+        kernel=r"7\.0\.0-\d+(-nvidia.*|-generic)?",
+        cmdline_lacks="kho=off",
+    ),
+    Advisory(
+        id="bios-cx7-gen5-x2",
+        what="GB10 BIOS releases dated before April 2026",
+        symptom="the second ConnectX-7 PCIe controller runs at Gen5 x2: ports link at 200G yet move about 13 Gb/s "
+                "(ib_write_bw and TCP alike)",
+        fix="update the BIOS (sudo fwupdmgr refresh && sudo fwupdmgr update, or the vendor's BIOS package), reboot, "
+            "then measure the links again",
+        source="https://github.com/NVIDIA/dgx-spark-playbooks/pull/108",
+        bios_before=date(2026, 4, 1),
+    ),
+    Advisory(
+        id="unattended-driver-upgrade",
+        what="NVIDIA driver packages neither held nor excluded from unattended-upgrades",
+        symptom="the driver is upgraded under the running kernel module; days later every CUDA start fails with "
+                "'Failed to initialize NVML: Driver/library version mismatch' (seed: 580.159.03 loaded vs 580.173.02 "
+                "installed after fifty days of uptime)",
+        fix="hold the driver packages (sudo apt-mark hold ...) and upgrade them deliberately, on every node at once, "
+            "followed by a reboot",
+        source="https://github.com/pando85/homelab/pull/4110",
+        driver_unheld=True,
+        check="test_driver_packages_held",
+    ),
+)
+
+
+def by_id(advisory_id: str) -> Advisory:
+    return next(a for a in ADVISORIES if a.id == advisory_id)

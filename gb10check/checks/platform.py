@@ -1,0 +1,184 @@
+"""Platform hygiene: versions equal on every node, known-bad versions (gb10check/advisories.py), pending reboots,
+driver packages open to unattended upgrades, the kernel log since boot and the RDMA port error counters."""
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from datetime import date
+
+from ..advisories import ADVISORIES, Advisory, by_id
+from ..remedies import Code
+from ..verdict import Finding
+
+
+@dataclass
+class Platform:
+    """What a node runs, as read from it; None where the node did not say (no DMI table, no driver ...)."""
+
+    kernel: str | None = None
+    cmdline: str | None = None
+    bios_version: str | None = None
+    bios_date: str | None = None  # as sysfs prints it: MM/DD/YYYY
+    firmware: dict[str, str | None] = field(default_factory=dict)  # QSFP netdev -> ConnectX firmware (ethtool -i)
+    driver: str | None = None  # the installed (user-mode) NVIDIA driver
+    driver_unheld: list[str] | None = None  # NVIDIA driver packages neither held nor excluded from unattended-upgrades
+
+    def parity(self) -> dict[str, str | None]:
+        """What must be equal on every node (kernel and driver have their own checks: test_os_parity, test_driver_same_as_head)."""
+        return {"kernel command line": normal_cmdline(self.cmdline), "BIOS version": self.bios_version,
+                "BIOS date": self.bios_date, **{f"ConnectX firmware of {n}": fw for n, fw in self.firmware.items()}}
+
+
+def normal_cmdline(cmdline: str | None) -> str | None:
+    """/proc/cmdline without the parameters that differ between identical machines (root=UUID, BOOT_IMAGE path)."""
+    if cmdline is None or not cmdline.strip():
+        return None
+    kept = [p for p in cmdline.split() if not re.match(r"(root|BOOT_IMAGE|resume|cryptdevice)=", p)]
+    return " ".join(kept)
+
+
+def sysfs_value(text: str | None) -> str | None:
+    """A one-line sysfs file's value; None for an empty one, or when it could not be read."""
+    value = (text or "").strip()
+    return value if value and "No such file" not in value and "Permission denied" not in value else None
+
+
+def bios_day(text: str | None) -> date | None:
+    """/sys/class/dmi/id/bios_date (MM/DD/YYYY) as a date, or None."""
+    m = re.fullmatch(r"(\d{1,2})/(\d{1,2})/(\d{4})", (text or "").strip())
+    try:
+        return date(int(m[3]), int(m[1]), int(m[2])) if m else None
+    except ValueError:
+        return None
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def judge_versions_same(node: str, head: str, mine: Platform, heads: Platform) -> list[Finding]:
+    """Kernel command line, BIOS and ConnectX firmware as on rank 0; what neither node says is not compared."""
+    a, b = mine.parity(), heads.parity()
+    return [Finding(Code.VERSION_DIFFERS, node, f"{what} {a.get(what)!r}", f"{b[what]!r} as on {head}", head=head, what=what)
+            for what in b if b[what] is not None and a.get(what) is not None and a[what] != b[what]]
+
+
+def affects(advisory: Advisory, facts: Platform) -> str | None:
+    """Why the advisory affects the node ('kernel 7.0.0-1019-nvidia without kho=off'), or None when it does not."""
+    why = []
+    if advisory.kernel is not None:
+        if facts.kernel is None or not re.fullmatch(advisory.kernel, facts.kernel.strip()):
+            return None
+        why.append(f"kernel {facts.kernel.strip()}")
+    if advisory.cmdline_lacks is not None:
+        if facts.cmdline is None or advisory.cmdline_lacks in facts.cmdline.split():
+            return None
+        why.append(f"booted without {advisory.cmdline_lacks}")
+    if advisory.bios_before is not None:
+        day = bios_day(facts.bios_date)
+        if day is None or day >= advisory.bios_before:
+            return None
+        why.append(f"BIOS {facts.bios_version or '?'} dated {facts.bios_date.strip()}")
+    if advisory.driver_min is not None or advisory.driver_max is not None:
+        if facts.driver is None:
+            return None
+        v = version_key(facts.driver)
+        if (advisory.driver_min and v < version_key(advisory.driver_min)) or (advisory.driver_max and v >= version_key(advisory.driver_max)):
+            return None
+        why.append(f"driver {facts.driver}")
+    if advisory.driver_unheld:
+        if not facts.driver_unheld:
+            return None
+        why.append(f"unheld {', '.join(facts.driver_unheld)}")
+    return ", ".join(why) or None
+
+
+def judge_advisories(node: str, facts: Platform, advisories=ADVISORIES) -> list[Finding]:
+    """Each known-bad version the node runs: a failure or a warning, as the advisory says, with its fix and source."""
+    return [Finding(Code.KNOWN_BAD_VERSION, node, f"{why} [{a.id}: {a.symptom}]", f"not {a.what}", warning=not a.fail,
+                    advisory=a.id, advisory_fix=a.fix, source=a.source)
+            for a in advisories if a.check is None and (why := affects(a, facts))]
+
+
+def judge_reboot_required(node: str, flag: str) -> list[Finding]:
+    """/var/run/reboot-required present: upgrades wait for a reboot (the packages that asked for it are named)."""
+    lines = [line.strip() for line in flag.splitlines() if line.strip()]
+    if not lines or lines[0] != "present":
+        return []
+    packages = sorted(set(lines[1:]))
+    shown = f" (for {', '.join(packages[:8])}{' ...' if len(packages) > 8 else ''})" if packages else ""
+    return [Finding(Code.REBOOT_REQUIRED, node, f"/var/run/reboot-required{shown}", "no reboot pending", warning=True)]
+
+
+def unheld_driver_packages(packages: list, holds: list[str], blacklist: list[str]) -> list[str]:
+    """Installed NVIDIA driver packages (dpkg_query facts) that apt may upgrade unasked: not held, not blacklisted."""
+    def blacklisted(name: str) -> bool:
+        for pattern in blacklist:
+            try:
+                if re.match(pattern, name):
+                    return True
+            except re.error:
+                if name.startswith(pattern):
+                    return True
+        return False
+
+    return sorted(p.package for p in packages if p.installed and not p.held and p.package not in holds and not blacklisted(p.package))
+
+
+def judge_driver_hold(node: str, unheld: list[str]) -> list[Finding]:
+    """NVIDIA driver packages open to unattended upgrades: a warning with the exact command that holds them."""
+    if not unheld:
+        return []
+    a = by_id("unattended-driver-upgrade")
+    command = "sudo apt-mark hold " + " ".join(shlex.quote(p) for p in unheld)
+    return [Finding(Code.DRIVER_NOT_HELD, node, f"{', '.join(unheld)} neither held nor in unattended-upgrades' Package-Blacklist "
+                    f"[{a.id}: {a.symptom}]", "the NVIDIA driver packages held", warning=True, hold_command=command,
+                    source=a.source)]
+
+
+# The kernel log's signs of trouble: what the lines mean, and how to know them.
+KERNEL_SIGNS = (
+    ("GPU Xid error", re.compile(r"NVRM: Xid\b")),
+    ("NV_ERR_NO_MEMORY", re.compile(r"NV_ERR_NO_MEMORY")),
+    ("mlx5 link down", re.compile(r"mlx5_core\b.*\bLink down\b", re.I)),
+    ("OOM kill", re.compile(r"Out of memory: Kill|invoked oom-killer|oom-kill:|Memory cgroup out of memory")),
+)
+
+
+def judge_kernel_log(node: str, log, shown: int = 3) -> list[Finding]:
+    """Xid errors, NV_ERR_NO_MEMORY, mlx5 links going down, OOM kills since boot: a warning per kind, with its lines."""
+    found = []
+    for what, sign in KERNEL_SIGNS:
+        lines = [e.line for e in log.entries if sign.search(e.text)]
+        if lines:
+            more = f" (and {len(lines) - shown} more)" if len(lines) > shown else ""
+            found.append(Finding(Code.KERNEL_LOG, node, f"{len(lines)} {what} line(s) in the kernel log since boot ({log.source}): "
+                                 + " | ".join(lines[:shown]) + more, f"no {what} since boot", warning=True, what=what))
+    return found
+
+
+RDMA_ERROR_COUNTERS = ("link_downed", "symbol_error", "port_rcv_errors")
+
+
+def read_counters(text: str) -> dict[tuple[str, str, str], int]:
+    """`path:value` lines of /sys/class/infiniband/DEV/ports/N/counters/NAME -> {(device, port, name): value}."""
+    found = {}
+    for line in text.splitlines():
+        m = re.match(r"^/sys/class/infiniband/([^/]+)/ports/(\d+)/counters/(\w+):\s*(\d+)\s*$", line.strip())
+        if m:
+            found[(m[1], m[2], m[3])] = int(m[4])
+    return found
+
+
+def judge_rdma_counters(node: str, counters: dict[tuple[str, str, str], int], devices: list[str]) -> list[Finding]:
+    """Non-zero link_downed, symbol_error or port_rcv_errors on the node's RDMA devices: a warning per port."""
+    found = []
+    for device in devices:
+        ports = sorted({p for (d, p, _) in counters if d == device})
+        for port in ports:
+            bad = {n: v for n in RDMA_ERROR_COUNTERS if (v := counters.get((device, port, n), 0))}
+            if bad:
+                found.append(Finding(Code.RDMA_ERROR_COUNTERS, f"{node}:{device}", f"port {port}: "
+                                     + ", ".join(f"{n} {v}" for n, v in bad.items()), "0 link_downed, symbol_error and "
+                                     "port_rcv_errors since boot", warning=True, device=device, port=port))
+    return found

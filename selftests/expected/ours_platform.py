@@ -1,0 +1,45 @@
+"""Facts asserted for our own captures of the kernel log and dpkg (selftests/captures/kmsg, dpkg; how each was made:
+selftests/captures/README.md). Values read off the files themselves."""
+
+EXPECTED = {
+    "ours/kmsg/host-dmesg.txt": (
+        "kernel_log", {
+            "#entries": 12,
+            "source": None,
+            "entries.0.since_boot_s": 815.056139,
+            "entries.0.text": "gb10sim-br: port 2(gb10sim-m1) entered disabled state",
+            "entries.0.stamp": None,
+            "entries.11.since_boot_s": 815.25005,
+        }),
+    "ours/kmsg/host-dmesg-T.txt": (
+        "kernel_log", {
+            "#entries": 6,
+            "entries.0.stamp": "Mon Nov 30 20:48:20 2026",
+            "entries.0.since_boot_s": None,
+            "entries.1.text": "gb10sim-m1 (unregistering): left allmulticast mode",
+        }),
+    "ours/kmsg/host-dmesg-x.txt": (
+        "kernel_log", {
+            "#entries": 6,
+            "entries.0.since_boot_s": 815.056139,
+            "entries.0.text": "gb10sim-br: port 2(gb10sim-m1) entered disabled state",
+            "entries.5.since_boot_s": 815.195603,
+        }),
+    "ours/kmsg/host-dev-kmsg.txt": (
+        "kernel_log", {
+            "#entries": 6,
+            "entries.0.since_boot_s": 815.056139,
+            "entries.0.text": "gb10sim-br: port 2(gb10sim-m1) entered disabled state",
+            "entries.5.since_boot_s": 815.195603,
+        }),
+    "ours/dpkg/host-dpkg-query-openssh-libc6.txt": (
+        "dpkg_query", {
+            "#": 5,
+            "0.package": "libc6",
+            "0.want": "install",
+            "0.state": "installed",
+            "4.package": "openssh-sk-helper",
+            "4.want": "unknown",
+            "4.state": "not-installed",
+        }),
+}

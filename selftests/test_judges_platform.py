@@ -1,0 +1,220 @@
+"""Judges of platform hygiene (checks/platform.py) on real-format inputs written here (this machine has no GB10:
+no ConnectX firmware, no DMI table, no Xid): versions as on rank 0, the advisory table (gb10check/advisories.py),
+a pending reboot, driver packages open to unattended upgrades, the kernel log, RDMA error counters; and the
+advisory table's own self-test (a source URL each, and a judge test here naming each by id)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gb10check.advisories import ADVISORIES, by_id
+from gb10check.checks import platform
+from gb10check.checks.platform import Platform
+from gb10check.facts import parse
+from gb10check.remedies import Code
+
+# `ethtool -i enp1s0f0np0` on a ConnectX-7 port (mlx5_core's key order; firmware with its PSID in parentheses).
+ETHTOOL_I = """driver: mlx5_core
+version: 6.17.0-1014-nvidia
+firmware-version: {fw} (NVD0000000087)
+expansion-rom-version: 
+bus-info: 0000:01:00.0
+supports-statistics: yes
+supports-test: yes
+supports-eeprom-access: no
+supports-register-dump: no
+supports-priv-flags: yes
+"""
+CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-{k} root=UUID={uuid} ro quiet splash{extra}"
+
+
+def node_facts(kernel="6.17.0-1014-nvidia", extra="", uuid="1b2c", bios_date="05/12/2026", fw="28.45.4028", **more) -> Platform:
+    info = parse("ethtool", ETHTOOL_I.format(fw=fw))
+    return Platform(kernel=kernel, cmdline=CMDLINE.format(k=kernel, uuid=uuid, extra=extra), bios_version="5.36_0ACUM012",
+                    bios_date=bios_date, firmware={"enp1s0f0np0": info[0].firmware}, driver="580.173.02", **more)
+
+
+def codes(findings):
+    return [(f.code, f.where, f.warning) for f in findings]
+
+
+# ---- versions as on rank 0 ---------------------------------------------------------------------
+
+def test_firmware_and_cmdline_differ_from_head():
+    head, mine = node_facts(), node_facts(extra=" kho=off", fw="28.44.1036", uuid="9f00")
+    found = platform.judge_versions_same("pgx-32", "pgx-30", mine, head)
+    assert codes(found) == [(Code.VERSION_DIFFERS, "pgx-32", False)] * 2
+    assert found[0].text.startswith("[version-differs] pgx-32: saw kernel command line 'ro quiet splash kho=off'; "
+                                    "expected 'ro quiet splash' as on pgx-30\n  fix: make the kernel command line of pgx-32")
+    assert "saw ConnectX firmware of enp1s0f0np0 '28.44.1036'; expected '28.45.4028' as on pgx-30" in found[1].text
+    # root=UUID differs between identical machines and is not compared; nor is what one node does not report.
+    assert platform.judge_versions_same("pgx-32", "pgx-30", node_facts(uuid="9f00"), head) == []
+    assert platform.judge_versions_same("pgx-32", "pgx-30", Platform(), head) == []
+
+
+def test_bios_differs_from_head():
+    found = platform.judge_versions_same("pgx-32", "pgx-30", node_facts(bios_date="02/03/2026"), node_facts())
+    assert [f.seen for f in found] == ["BIOS date '02/03/2026'"]
+
+
+# ---- advisories ---------------------------------------------------------------------------------
+
+def test_kernel_7_without_kho_off_fails():
+    a = by_id("kernel-7.0-kho")
+    [f] = platform.judge_advisories("pgx-30", node_facts(kernel="7.0.0-1019-nvidia"))
+    assert codes([f]) == [(Code.KNOWN_BAD_VERSION, "pgx-30", False)]
+    assert f.text.startswith("[known-bad-version] pgx-30: saw kernel 7.0.0-1019-nvidia, booted without kho=off "
+                             "[kernel-7.0-kho: NCCL init fails with 'Call to ibv_reg_mr_iova2 failed")
+    assert f.text.endswith(f"fix: {a.fix} (source: {a.source})")
+    assert platform.judge_advisories("pgx-30", node_facts(kernel="7.0.0-1019-nvidia", extra=" kho=off")) == []
+    assert platform.judge_advisories("pgx-30", node_facts(kernel="6.17.0-1014-nvidia")) == []
+
+
+def test_bios_before_april_2026_warns():
+    [f] = platform.judge_advisories("pgx-30", node_facts(bios_date="01/20/2026"))
+    assert codes([f]) == [(Code.KNOWN_BAD_VERSION, "pgx-30", True)]
+    assert "saw BIOS 5.36_0ACUM012 dated 01/20/2026 [bios-cx7-gen5-x2: the second ConnectX-7 PCIe controller runs at Gen5 x2" in f.text
+    assert by_id("bios-cx7-gen5-x2").source in f.text
+    assert platform.judge_advisories("pgx-30", node_facts(bios_date="04/01/2026")) == []
+    assert platform.judge_advisories("pgx-30", node_facts(bios_date=None)) == []  # no DMI table: not affected, not guessed
+
+
+def test_driver_range_advisory_is_judged():
+    # No entry of the table uses a driver range yet; the matcher is proven on one made here.
+    from gb10check.advisories import Advisory
+
+    made = Advisory(id="t", what="drivers 580.0 to 580.126", symptom="s", fix="f", source="https://example.invalid",
+                    driver_min="580", driver_max="580.126.09")
+    assert platform.affects(made, Platform(driver="580.95.05")) == "driver 580.95.05"
+    assert platform.affects(made, Platform(driver="580.126.09")) is None
+    assert platform.affects(made, Platform(driver=None)) is None
+
+
+# ---- upgrades -----------------------------------------------------------------------------------
+
+DPKG = """nvidia-driver-580-open install ok installed
+nvidia-driver-570-open deinstall ok config-files
+libnvidia-compute-580 install ok installed
+nvidia-driver-535 unknown ok not-installed
+"""
+UNATTENDED = """// Automatically upgrade packages from these (origin:archive) pairs
+Unattended-Upgrade::Allowed-Origins {
+        "${distro_id}:${distro_codename}";
+        "${distro_id}:${distro_codename}-security";
+};
+
+// Python regular expressions, matching packages to exclude from upgrading
+Unattended-Upgrade::Package-Blacklist {
+    // "vim";
+%s
+};
+"""
+
+
+def unattended(*entries):
+    return parse("unattended_upgrades", UNATTENDED % "\n".join(f'    "{e}";' for e in entries))
+
+
+def test_driver_packages_not_held_warn_with_the_hold_command():
+    a = by_id("unattended-driver-upgrade")
+    unheld = platform.unheld_driver_packages(parse("dpkg_query", DPKG), [], unattended().blacklist)
+    assert unheld == ["libnvidia-compute-580", "nvidia-driver-580-open"]
+    [f] = platform.judge_driver_hold("pgx-32", unheld)
+    assert codes([f]) == [(Code.DRIVER_NOT_HELD, "pgx-32", True)]
+    assert f.text.startswith("[driver-not-held] pgx-32: saw libnvidia-compute-580, nvidia-driver-580-open neither held nor in "
+                             "unattended-upgrades' Package-Blacklist [unattended-driver-upgrade: ")
+    assert "fix: on pgx-32: sudo apt-mark hold libnvidia-compute-580 nvidia-driver-580-open (or add them" in f.text
+    assert a.source in f.text and a.check == "test_driver_packages_held"
+
+
+def test_held_or_blacklisted_driver_packages_pass():
+    packages = parse("dpkg_query", DPKG.replace("libnvidia-compute-580 install", "libnvidia-compute-580 hold"))
+    assert platform.unheld_driver_packages(packages, ["nvidia-driver-580-open"], []) == []
+    assert platform.unheld_driver_packages(parse("dpkg_query", DPKG), [], unattended("nvidia-", "libnvidia-").blacklist) == []
+    assert unattended("nvidia-").blacklist == ["nvidia-"]  # the commented "vim" is not an entry
+    assert platform.judge_driver_hold("pgx-32", []) == []
+
+
+def test_reboot_required_warns_with_the_packages():
+    [f] = platform.judge_reboot_required("pgx-30", "present\nlinux-image-6.17.0-1014-nvidia\nnvidia-dkms-580-open\n")
+    assert codes([f]) == [(Code.REBOOT_REQUIRED, "pgx-30", True)]
+    assert f.text.startswith("[reboot-required] pgx-30: saw /var/run/reboot-required (for linux-image-6.17.0-1014-nvidia, "
+                             "nvidia-dkms-580-open); expected no reboot pending\n  fix: reboot pgx-30 before deploying")
+    assert platform.judge_reboot_required("pgx-30", "absent\n") == []
+
+
+# ---- kernel log ---------------------------------------------------------------------------------
+
+# journalctl -k -b -o short-monotonic, as the gather filters it (our note first), in the kernel's own message formats.
+KERNEL_LOG = """-- source: journalctl -k -b --
+[ 4021.118204] spark-1 kernel: NVRM: Xid (PCI:000f:01:00): 31, pid=20417, name=python3, channel 0x00000002, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f12_3a400000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ
+[ 4021.119730] spark-1 kernel: NVRM: nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051) returned from _memdescAllocInternal
+[ 5210.402117] spark-1 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down
+[ 5213.990451] spark-1 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link up
+[ 7310.007313] spark-1 kernel: python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0
+[ 7310.008544] spark-1 kernel: Out of memory: Killed process 20417 (python3) total-vm:131843200kB, anon-rss:118112320kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:231244kB oom_score_adj:0
+"""
+
+
+def test_kernel_log_signs_warn_with_their_lines():
+    log = parse("kernel_log", KERNEL_LOG)
+    assert log.source == "journalctl -k -b" and len(log.entries) == 6 and log.entries[2].since_boot_s == 5210.402117
+    found = platform.judge_kernel_log("pgx-30", log)
+    assert codes(found) == [(Code.KERNEL_LOG, "pgx-30", True)] * 4
+    assert [f.params["what"] for f in found] == ["GPU Xid error", "NV_ERR_NO_MEMORY", "mlx5 link down", "OOM kill"]
+    assert found[0].text.startswith("[kernel-log] pgx-30: saw 1 GPU Xid error line(s) in the kernel log since boot "
+                                    "(journalctl -k -b): [ 4021.118204] spark-1 kernel: NVRM: Xid (PCI:000f:01:00): 31,")
+    assert "2 OOM kill line(s)" in found[3].text and "fix: read the lines (OOM kill) in sudo journalctl -k -b on pgx-30" in found[3].text
+
+
+@pytest.mark.parametrize("line", [
+    "[ 5210.402117] mlx5_core 0000:01:00.0 enp1s0f0np0: Link down",  # dmesg
+    "[Mon Nov 30 21:02:11 2026] mlx5_core 0000:01:00.0 enp1s0f0np0: Link down",  # dmesg -T
+    "kern  :info  : [ 5210.402117] mlx5_core 0000:01:00.0 enp1s0f0np0: Link down",  # dmesg -x
+    "Nov 30 21:02:11 spark-1 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down",  # journalctl -k
+    "2026-11-30T21:02:11+0000 spark-1 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down",  # journalctl -o short-iso
+    "6,1501,5210402117,-;mlx5_core 0000:01:00.0 enp1s0f0np0: Link down",  # /dev/kmsg
+])
+def test_kernel_log_forms(line):
+    log = parse("kernel_log", f"-- source: dmesg --\n{line}\n")
+    assert [e.text for e in log.entries] == ["mlx5_core 0000:01:00.0 enp1s0f0np0: Link down"]
+    assert codes(platform.judge_kernel_log("pgx-30", log)) == [(Code.KERNEL_LOG, "pgx-30", True)]
+
+
+def test_clean_kernel_log_passes():
+    log = parse("kernel_log", "-- source: dmesg --\n")
+    assert log.entries == [] and platform.judge_kernel_log("pgx-30", log) == []
+
+
+# ---- RDMA error counters ------------------------------------------------------------------------
+
+COUNTERS = """/sys/class/infiniband/rocep1s0f0/ports/1/counters/link_downed:2
+/sys/class/infiniband/rocep1s0f0/ports/1/counters/symbol_error:0
+/sys/class/infiniband/rocep1s0f0/ports/1/counters/port_rcv_errors:17
+/sys/class/infiniband/roceP2p1s0f0/ports/1/counters/link_downed:0
+/sys/class/infiniband/roceP2p1s0f0/ports/1/counters/symbol_error:0
+/sys/class/infiniband/roceP2p1s0f0/ports/1/counters/port_rcv_errors:0
+"""
+
+
+def test_rdma_error_counters_warn():
+    counters = platform.read_counters(COUNTERS)
+    [f] = platform.judge_rdma_counters("pgx-30", counters, ["rocep1s0f0", "roceP2p1s0f0"])
+    assert codes([f]) == [(Code.RDMA_ERROR_COUNTERS, "pgx-30:rocep1s0f0", True)]
+    assert f.text.startswith("[rdma-error-counters] pgx-30:rocep1s0f0: saw port 1: link_downed 2, port_rcv_errors 17; expected 0")
+    assert platform.judge_rdma_counters("pgx-30", platform.read_counters(COUNTERS.replace(":2\n", ":0\n").replace(":17", ":0")),
+                                        ["rocep1s0f0"]) == []
+
+
+# ---- the advisory table itself -------------------------------------------------------------------
+
+def test_every_advisory_has_a_source_and_a_judge_test():
+    text = "".join(p.read_text() for p in sorted(Path(__file__).parent.glob("test_judges*.py")))
+    assert len({a.id for a in ADVISORIES}) == len(ADVISORIES), "advisory ids repeat"
+    for a in ADVISORIES:
+        assert re.fullmatch(r"https://\S+", a.source), f"{a.id}: source is not a URL: {a.source!r}"
+        assert a.what and a.symptom and a.fix, a.id
+        assert f'by_id("{a.id}")' in text, f"{a.id}: no judge test names it (by_id(\"{a.id}\"))"
+        criteria = [a.kernel, a.cmdline_lacks, a.bios_before, a.driver_min, a.driver_max, a.driver_unheld or None]
+        assert any(c is not None for c in criteria), f"{a.id}: affects no version"
