@@ -134,12 +134,27 @@ class Expect(Strict):
     netplan_file: str = "/etc/netplan/40-cx7.yaml"
     max_clock_skew_s: float = 1.0
     memory_margin_gib: GiB = 5.0
+    # test_gpu_compute (bf16 matmul in the image, nvidia-smi sampling under it). Defaults pass a GB10 and the
+    # simulation's CPU nodes (about 0.04-0.07 TFLOP/s on 2 cores): a GB10 profile sets its own TFLOP/s floor.
+    min_tflops: float = Field(0.01, ge=0)
+    # Under load: an H200 at its power cap sat at 1455-1560 MHz; a GB10 stuck in low power near 800 MHz.
+    min_sm_clock_mhz: float = Field(1200.0, ge=0)
+    max_compute_spread: float = Field(0.15, ge=0, lt=1)  # a node slower than the fastest by more than this fails
+    compute_seconds: float = Field(10.0, gt=0, le=300)  # how long the timing program multiplies on each node
 
 
 class Watchdog(Strict):
     min_mem_available: GiB = 5.0
     poll_interval_s: float = Field(2.0, gt=0)
     stall_timeout_s: float = Field(900.0, gt=0)
+
+
+class NcclPin(Strict):
+    """The NCCL library the image's torch must load: the version ncclGetVersion reports, and optionally its GNU build id
+    (two builds of one version differ: the pip wheel's and the DGX OS package's 2.28.9)."""
+
+    version: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+$")
+    build_id: str | None = Field(None, pattern=r"^[0-9a-f]{16,64}$")
 
 
 class Deploy(Strict):
@@ -165,6 +180,10 @@ class Deploy(Strict):
     map_infiniband: bool = True  # false only where /dev/infiniband cannot exist (the simulation); the lint follows it
     memlock_unlimited: bool = True  # false only where the hard memlock limit cannot be raised (the simulation's machine)
     watchdog: Watchdog = Watchdog()
+    # Run the suite's canary programs (test_gpu_compute, test_image_nccl) with this Python on the node instead of in the
+    # image (a machine without docker; its own torch is then what is measured). null: in the image, with --gpus all.
+    canary_python: str | None = None
+    nccl: "NcclPin | None" = None  # the libnccl torch in the image must load (test_image_nccl); null: equal to rank 0's only
 
 
 class Serving(Strict):

@@ -14,6 +14,7 @@ failed command, garbled output), never a failure of the cluster.
 import base64
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shlex
@@ -24,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from . import compose, facts
+from . import canary, compose, facts
 from .checks import container, model
 from .cluster import Cluster, Node
 from .remedies import Code
@@ -178,6 +179,8 @@ class Fleet:
         self._facts: dict[str, dict[tuple[str, bool], Output] | RemoteError] | None = None
         self._lock = threading.Lock()
         self._probes = None
+        self._once: dict[tuple[str, str], Output | RemoteError] = {}
+        self._serial = threading.Lock()  # long programs (the compute canary): one node at a time, in rank order
         self.timing: dict[str, float] = {}  # phase -> wall seconds (gather, probes), for the run's summary and the bench
 
     def probes(self):
@@ -221,6 +224,30 @@ class Fleet:
         if isinstance(got, RemoteError):
             raise got
         return got
+
+
+    def once(self, name: str, command: str, timeout: float) -> Output:
+        """`command` run live on the node once per run (not one of the shared facts: too long, or run one node at a time)."""
+        key = (name, command)
+        if key not in self._once:
+            try:
+                out = self.node(name).run(command, timeout=timeout)
+                self._once[key] = Output(command, out.rc, out.stdout, out.stderr)
+            except RemoteError as exc:
+                self._once[key] = exc
+        got = self._once[key]
+        if isinstance(got, RemoteError):
+            raise got
+        return got
+
+    def serially(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
+        """`command` on every node, one node at a time in rank order (so no node's figure is measured under another's
+        load where nodes share a machine), once per run; each node's Output or its RemoteError."""
+        with self._serial:
+            for n in self.cluster.by_rank():
+                with contextlib.suppress(RemoteError):
+                    self.once(n.name, command, timeout)
+            return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
 
 
 def result(node: RemoteNode, command: str, sudo: bool = False) -> Output:
@@ -325,3 +352,103 @@ def vllm_args(node: RemoteNode, service: dict) -> list[str] | None:
         not_checked(Code.DRY_RUN_FAILED, node.name, f"the dry run exited {dry.rc}: {dry.output[-200:] or 'no output'}",
                     "the service's command to reach `vllm` within the dry run's time", command=shown)
     return dry.args if dry else None
+
+
+# ---- canary programs: ours, shipped in gb10check/canary/, fed to the image's python3 (or deploy.canary_python) -------
+
+SMI_SAMPLE = ("nvidia-smi -i 0 --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active "
+              "--format=csv,noheader,nounits -lms 500")
+SAMPLES_MARK = "--- gb10check: nvidia-smi samples ---"
+
+
+def program(cluster: Cluster, name: str, *args: str, gpus: bool = True) -> tuple[str, str]:
+    """(command, what to show for it): the program's text travels base64-encoded inside the command and is fed to the
+    image's python3 on stdin (`docker run -i`), or to deploy.canary_python on the node."""
+    d = cluster.deploy
+    encoded = base64.b64encode(canary.source(name).encode()).decode()
+    tail = " ".join(shlex.quote(a) for a in ("-", *args))
+    if d.canary_python:
+        runner = f"{shlex.quote(d.canary_python)} {tail}"
+    else:
+        volumes = "".join(f" -v {shlex.quote(v)}" for v in d.extra_volumes)
+        runner = f"docker run --rm -i --pull never{' --gpus all' if gpus else ''}{volumes} {shlex.quote(d.image)} python3 {tail}"
+    return f"echo {encoded} | base64 -d | {runner}", f"{runner} < gb10check/canary/{name}.py"
+
+
+def compute_command(cluster: Cluster) -> tuple[str, str]:
+    """The matmul timing program with nvidia-smi sampling GPU 0 every 500 ms in the background while it runs."""
+    run, shown = program(cluster, "matmul", "--seconds", f"{cluster.expect.compute_seconds:g}")
+    command = (f'd=$(mktemp -d) || exit 1; {SMI_SAMPLE} >"$d/smi" 2>&1 & s=$!; {run}; rc=$?; kill $s 2>/dev/null; '
+               f"wait $s 2>/dev/null; echo '{SAMPLES_MARK}'; echo '$ {SMI_SAMPLE}'; cat \"$d/smi\"; rm -rf \"$d\"; exit $rc")
+    return command, f"{shown} (with `{SMI_SAMPLE}` in the background)"
+
+
+def _program_json(node: RemoteNode, out: Output, shown: str) -> dict:
+    """The program's JSON line; NOT CHECKED (with the command as shown and its last lines) if it printed none."""
+    lines = out.stdout.split(SAMPLES_MARK)[0].splitlines()
+    for line in reversed(lines):
+        if line.startswith("{"):
+            try:
+                found = json.loads(line)
+            except ValueError:
+                break
+            if isinstance(found, dict) and found.get("error"):
+                not_checked(Code.COMMAND_FAILED, node.name, f"`{shown}` exited {out.rc}: {found['error'][:300]}",
+                            "the program to run", command=shown)
+            return found
+    if out.rc == TIMED_OUT:
+        not_checked(Code.COMMAND_TIMEOUT, node.name, f"`{shown}` did not finish in time", "the command to complete", command=shown)
+    detail = (out.stderr or out.stdout.split(SAMPLES_MARK)[0]).strip().splitlines()
+    not_checked(Code.COMMAND_FAILED, node.name, f"`{shown}` exited {out.rc} without its JSON line: "
+                f"{detail[-1][:300] if detail else 'no output'}", "the program's JSON line", command=shown)
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class ComputeRun:
+    result: dict  # the matmul program's JSON line
+    samples: list[dict] | None  # nvidia_smi_query rows of GPU 0 while it ran; None: sampling gave none
+    samples_error: str | None  # why there are none (nvidia-smi's own words)
+
+
+def _compute_of(node: RemoteNode, out: Output, shown: str) -> ComputeRun:
+    result = _program_json(node, out, shown)
+    samples_text = out.stdout.split(SAMPLES_MARK, 1)[1] if SAMPLES_MARK in out.stdout else ""
+    rows, why = parse_or_error("nvidia_smi_query", samples_text)
+    if rows is None:
+        body = [l for l in samples_text.splitlines() if l.strip() and not l.startswith("$ ")]
+        why = body[0][:200] if body else "no samples"
+    return ComputeRun(result, rows, why)
+
+
+def compute_timeout(cluster: Cluster) -> float:
+    return max(cluster.ssh.command_timeout_s, cluster.expect.compute_seconds + 180)
+
+
+def compute(node: RemoteNode) -> ComputeRun:
+    """This node's run of the timing program (every node runs it once per run, one at a time, in rank order)."""
+    cluster = node.fleet.cluster
+    command, shown = compute_command(cluster)
+    got = node.fleet.serially(command, compute_timeout(cluster))[node.name]
+    if isinstance(got, RemoteError):
+        raise got
+    return _compute_of(node, got, shown)
+
+
+def fastest_compute(node: RemoteNode) -> tuple[str, float] | None:
+    """(node, TFLOP/s) of the fastest node whose timing program gave a figure; None if none did."""
+    cluster = node.fleet.cluster
+    command, shown = compute_command(cluster)
+    figures = []
+    for name, out in node.fleet.serially(command, compute_timeout(cluster)).items():
+        if isinstance(out, Output):
+            with contextlib.suppress(BaseException):
+                figures.append((name, float(_compute_of(node.fleet.node(name), out, shown).result["tflops"])))
+    return max(figures, key=lambda f: f[1]) if figures else None
+
+
+def nccl_identity(node: RemoteNode) -> dict:
+    """The NCCL torch in the image loads on this node (gb10check/canary/nccl.py's JSON line), once per run."""
+    cluster = node.fleet.cluster
+    command, shown = program(cluster, "nccl", gpus=False)
+    return _program_json(node, node.fleet.once(node.name, command, max(cluster.ssh.command_timeout_s, 120)), shown)

@@ -72,6 +72,13 @@ class Code(str, Enum):
     NCCL_RUN = "nccl-run"
     NCCL_SOCKET = "nccl-socket-fallback"
     NCCL_BANDWIDTH = "nccl-bandwidth"
+    GPU_COMPUTE_LOW = "gpu-compute-low"
+    GPU_CLOCK_LOW = "gpu-clock-low"
+    GPU_COMPUTE_SPREAD = "gpu-compute-spread"
+    GPU_NOT_SAMPLED = "gpu-not-sampled"
+    IMAGE_NCCL_DIFFERS = "image-nccl-differs"
+    IMAGE_NCCL_PIN = "image-nccl-pin"
+    IMAGE_NCCL_ENV_STALE = "image-nccl-env-stale"
     VERSION_DIFFERS = "version-differs"
     KNOWN_BAD_VERSION = "known-bad-version"
     REBOOT_REQUIRED = "reboot-required"
@@ -175,6 +182,21 @@ REMEDIES: dict[Code, str] = {
     Code.ENV_FILE: "set {var}={value} in {node}'s .env",
     Code.NCCL_RUN: "nccl-tests did not complete across the nodes: check the SSH mesh, ufw on the QSFP subnets and that "
                    "nccl-tests and MPI are installed at the same path everywhere",
+    Code.GPU_COMPUTE_LOW: "power {node} off at the wall (AC off for a minute, then on; a reboot does not clear it): a GB10 can "
+                          "stick in a low-power state (SM clock near 800 MHz, about 20 W) that only an AC power-off clears; "
+                          "if it persists, check cooling and the power supply",
+    Code.GPU_CLOCK_LOW: "power {node} off at the wall (AC off for a minute, then on; a reboot does not clear the stuck low-power "
+                        "state); active clock-event reasons under load: {reasons}",
+    Code.GPU_COMPUTE_SPREAD: "power {node} off at the wall (AC off, then on; not a reboot): tensor parallelism runs at the slowest "
+                             "node's pace; compare its SM clock and power with {fastest}'s in the measurements",
+    Code.GPU_NOT_SAMPLED: "run the sampling by hand on {node} while a GPU job runs (nvidia-smi --query-gpu=clocks.sm,power.draw "
+                          "--format=csv -lms 500) and read its error",
+    Code.IMAGE_NCCL_DIFFERS: "ship rank 0's image to {node} (docker save {image} | ssh {node} docker load) so torch loads the same "
+                             "libnccl everywhere: two builds of one NCCL version can hang a two-node run after minutes",
+    Code.IMAGE_NCCL_PIN: "use an image whose torch loads the pinned NCCL (deploy.nccl) or update the pin after checking the "
+                         "new build; the library torch loads decides, not the image's NCCL_VERSION variable",
+    Code.IMAGE_NCCL_ENV_STALE: "trust the library, not the variable: the image's NCCL_VERSION is stale (rebuild the image with the "
+                               "variable set to the NCCL it ships, or drop it)",
     Code.NCCL_SOCKET: "NCCL fell back to sockets: check NCCL_IB_HCA ({hca}) names ACTIVE devices on every node and "
                       "NCCL_IB_GID_INDEX holds RoCE v2 (see test_roce_gid and test_rdma_port_active)",
     Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "

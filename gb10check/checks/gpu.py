@@ -1,0 +1,130 @@
+"""GPU and image canaries: compute and clocks under a matmul (test_gpu_compute), and the NCCL that torch in the image
+really loads (test_image_nccl). Facts in (the canary programs' JSON, nvidia-smi samples), findings out."""
+
+import statistics
+from dataclasses import dataclass
+
+from ..cluster import Expect, NcclPin
+from ..remedies import Code
+from ..verdict import Finding
+
+# nvidia-smi clocks_event_reasons (formerly clocks_throttle_reasons) bits, as nvidia-smi -q names them.
+REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x10: "sync_boost",
+           0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown",
+           0x100: "display_clock_setting"}
+
+
+def reason_names(mask: int) -> list[str]:
+    return [name for bit, name in REASONS.items() if mask & bit] + ([f"0x{mask & ~0x1FF:x}"] if mask & ~0x1FF else [])
+
+
+def _mask(row: dict) -> int | None:
+    value = row.get("clocks_event_reasons_active")
+    try:
+        return int(str(value), 16) if value is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class Load:
+    """GPU 0 while the matmul ran: the samples not marked idle (reason bit 0x1), summarised."""
+
+    samples: int  # busy samples
+    sm_clock_mhz: float | None  # median
+    max_sm_clock_mhz: float | None
+    power_w: float | None  # median
+    temperature_c: float | None  # highest
+    reasons: int  # union of the busy samples' reasons
+
+    @property
+    def reason_text(self) -> str:
+        return ", ".join(reason_names(self.reasons)) or "none"
+
+
+def load_of(rows: list[dict] | None) -> Load | None:
+    busy = [r for r in rows or [] if (m := _mask(r)) is None or not m & 0x1]
+    if not busy:
+        return None
+
+    def median(key):
+        values = [r[key] for r in busy if isinstance(r.get(key), (int, float))]
+        return statistics.median(values) if values else None
+
+    temps = [r["temperature_gpu"] for r in busy if isinstance(r.get("temperature_gpu"), (int, float))]
+    reasons = 0
+    for r in busy:
+        reasons |= _mask(r) or 0
+    return Load(len(busy), median("clocks_current_sm_mhz"), median("clocks_max_sm_mhz"), median("power_draw_w"),
+                max(temps) if temps else None, reasons)
+
+
+def measured(result: dict, load: Load | None) -> list[tuple[str, float, str]]:
+    """What the run prints per node: TFLOP/s, median SM clock, median power, and the clock-event reasons under load."""
+    unit = f"TFLOP/s ({result.get('dtype')} on {result.get('device')})"
+    out = [("matmul", float(result.get("tflops", 0.0)), unit)]
+    if load is not None:
+        if load.sm_clock_mhz is not None:
+            out.append(("SM clock under load (median)", load.sm_clock_mhz, f"MHz of {load.max_sm_clock_mhz or '?'}"))
+        if load.power_w is not None:
+            out.append(("GPU power under load (median)", load.power_w, "W"))
+        out.append(("clock-event reasons under load", float(load.reasons), load.reason_text))
+    return out
+
+
+def judge_compute(node: str, result: dict, rows: list[dict] | None, no_rows: str | None, expect: Expect,
+                  fastest: tuple[str, float] | None) -> list[Finding]:
+    """Below the TFLOP/s floor or the SM-clock floor under load, or slower than the fastest node by more than the ratio.
+
+    The clock is judged on samples not marked idle; a CUDA run with none is a warning (we could not see the clock);
+    a CPU run (torch without CUDA: the simulation) has no GPU clock to judge."""
+    findings = []
+    tflops = float(result["tflops"])
+    what = f"{tflops:.4g} TFLOP/s ({result.get('dtype')} {result.get('n')}^3 matmul on {result.get('device')}, {result.get('backend')})"
+    if tflops < expect.min_tflops:
+        findings.append(Finding(Code.GPU_COMPUTE_LOW, node, what, f">= {expect.min_tflops:g} TFLOP/s (expect.min_tflops)"))
+    load = load_of(rows)
+    if result.get("backend") == "cuda":
+        if load is None or load.sm_clock_mhz is None:
+            findings.append(Finding(Code.GPU_NOT_SAMPLED, node, f"no nvidia-smi sample under load ({no_rows or 'only idle samples'})",
+                                    "SM clock samples while the matmul ran", warning=True))
+        elif load.sm_clock_mhz < expect.min_sm_clock_mhz:
+            findings.append(Finding(Code.GPU_CLOCK_LOW, node, f"SM clock {load.sm_clock_mhz:g} MHz under load (median of "
+                                    f"{load.samples} samples, max {load.max_sm_clock_mhz or '?'} MHz), {load.power_w or '?'} W, "
+                                    f"reasons {load.reason_text}", f">= {expect.min_sm_clock_mhz:g} MHz (expect.min_sm_clock_mhz)",
+                                    reasons=load.reason_text))
+    if fastest is not None and fastest[0] != node and tflops < fastest[1] * (1 - expect.max_compute_spread):
+        slower = 1 - tflops / fastest[1]
+        findings.append(Finding(Code.GPU_COMPUTE_SPREAD, node, f"{tflops:.4g} TFLOP/s, {slower:.0%} slower than {fastest[0]} "
+                                f"({fastest[1]:.4g} TFLOP/s)", f"within {expect.max_compute_spread:.0%} of the fastest node "
+                                "(expect.max_compute_spread)", fastest=fastest[0]))
+    return findings
+
+
+def nccl_text(ident: dict) -> str:
+    if ident.get("static"):
+        return f"NCCL {ident.get('version')} linked into torch (no libnccl file)"
+    return f"NCCL {ident.get('version')} {ident.get('path')} build id {ident.get('build_id')}"
+
+
+def judge_nccl_identity(node: str, head: str, mine: dict, heads: dict, pin: NcclPin | None, image: str) -> list[Finding]:
+    """The libnccl torch loads: the same path, version and build id as on rank 0; the deploy.nccl pin when set; and the
+    image's NCCL_VERSION variable, when set, naming the library's version (else a warning: the variable lies)."""
+    findings = []
+    if node != head:
+        differs = [k for k in ("path", "version", "build_id") if mine.get(k) != heads.get(k)]
+        if differs:
+            findings.append(Finding(Code.IMAGE_NCCL_DIFFERS, node, f"{nccl_text(mine)} ({', '.join(differs)} differ)",
+                                    f"{nccl_text(heads)} as on {head}", head=head, image=image))
+    if pin is not None:
+        wrong = [(k, mine.get(k), want) for k, want in (("version", pin.version), ("build_id", pin.build_id))
+                 if want is not None and mine.get(k) != want]
+        if wrong:
+            findings.append(Finding(Code.IMAGE_NCCL_PIN, node, f"{nccl_text(mine)}",
+                                    "; ".join(f"{k} {want} (deploy.nccl)" for k, _, want in wrong)))
+    env = mine.get("env_nccl_version")
+    if env and mine.get("version") and not (env == mine["version"] or env.startswith(mine["version"] + "-")
+                                            or env.startswith(mine["version"] + "+")):
+        findings.append(Finding(Code.IMAGE_NCCL_ENV_STALE, node, f"the image's NCCL_VERSION={env}, but torch loads "
+                                f"{nccl_text(mine)}", f"NCCL_VERSION naming the loaded library ({mine['version']})", warning=True))
+    return findings

@@ -1,0 +1,69 @@
+"""The canary programs (gb10check/canary/) as the suite runs them: the command gather builds carries the program intact,
+and through a local-connection cluster test_gpu_compute and test_image_nccl run it for real with a CPU torch (the
+simulation's venv, when this machine has it) or say why they could not (a Python without torch)."""
+
+import base64
+import getpass
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gb10check import canary, gather
+from gb10check.cluster import load_cluster
+
+REPO = Path(__file__).resolve().parent.parent
+SIM_PYTHON = Path("/var/cache/gb10check/vllm-venv/bin/python3")  # gb10check/sim/provision.py's venv: CPU torch 2.13
+
+
+def test_the_command_carries_the_program_and_the_sampler():
+    cluster = load_cluster(REPO / "cluster.example.yaml")
+    command, shown = gather.compute_command(cluster)
+    encoded = re.search(r"echo (\S+) \| base64 -d \| docker run --rm -i --pull never --gpus all ", command)[1]
+    assert base64.b64decode(encoded).decode() == canary.source("matmul")
+    assert gather.SMI_SAMPLE in command and command.endswith("exit $rc")
+    assert shown.startswith(f"docker run --rm -i --pull never --gpus all {cluster.deploy.image} python3 - --seconds 10 "
+                            "< gb10check/canary/matmul.py (with `nvidia-smi -i 0 --query-gpu=clocks.sm,")
+    nccl, _ = gather.program(cluster, "nccl", gpus=False)
+    assert "--gpus" not in nccl and "docker run --rm -i --pull never vllm/vllm-openai" in nccl
+
+
+def run_programs(tmp_path, python: str) -> subprocess.CompletedProcess:
+    data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
+    data["nodes"] = [dict(data["nodes"][0], connection="local")]
+    data["deploy"].update(tensor_parallel_size=1, canary_python=python)
+    data["expect"]["compute_seconds"] = 2
+    data["ssh"].update(user=getpass.getuser(), known_hosts=str(tmp_path / "none"))
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "tests/preflight/test_gpu.py",
+                           f"--cluster={path}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_a_python_without_torch_is_not_checked(tmp_path):
+    run = run_programs(tmp_path, sys.executable)  # this venv has no torch
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    assert "[command-failed] thinkstationpgx-30: could not check: `" in out
+    assert "exited 2: cannot import torch: ModuleNotFoundError: No module named 'torch'" in out
+    assert "thinkstationpgx-30: cannot import torch: ModuleNotFoundError" in out  # test_image_nccl: skipped, with the reason
+
+
+@pytest.mark.skipif(not SIM_PYTHON.exists(), reason="no simulation venv (CPU torch) on this machine: gb10check sim provisions it")
+def test_cpu_torch_multiplies_and_has_no_nccl(tmp_path):
+    line = subprocess.run([str(SIM_PYTHON), "-", "--seconds", "1"], input=canary.source("matmul"), capture_output=True,
+                          text=True, timeout=120).stdout.strip().splitlines()[-1]
+    result = json.loads(line)
+    assert (result["backend"], result["device"], result["dtype"], result["n"]) == ("cpu", "cpu", "float32", 1024)
+    assert result["tflops"] > 0.01 and result["iterations"] >= 1  # the default floor passes a CPU node
+    run = run_programs(tmp_path, str(SIM_PYTHON))
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    assert "PASSED tests/preflight/test_gpu.py::test_gpu_compute[thinkstationpgx-30]" in out
+    assert re.search(r"SKIPPED \[1\] tests/preflight/test_gpu.py:\d+: thinkstationpgx-30: torch 2.13.0\+cpu has no NCCL "
+                     r"\(a CPU build\) in /var/cache/gb10check/vllm-venv/bin/python3: no NCCL library to identify", out), out
+    assert re.search(r"matmul +thinkstationpgx-30 +\d+\.\d\d TFLOP/s \(float32 on cpu\)", out), out

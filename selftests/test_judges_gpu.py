@@ -1,0 +1,109 @@
+"""Judges of the GPU and image canaries (gb10check/checks/gpu.py) on our real outputs: the H200 canary run's JSON and the
+nvidia-smi samples taken under it (selftests/captures/, see its README), and the timing program's real CPU runs here."""
+
+import json
+
+import pytest
+
+from gb10check.checks import gpu
+from gb10check.cluster import Expect, NcclPin
+from gb10check.facts import parse
+from gb10check.remedies import Code
+
+from .conftest import read_capture
+
+CANARY = json.loads(read_capture("ours/raw/gpu_canary/h200-canary.json"))
+# The capture's rows alternate GPU 0 / GPU 1 (two GPUs sampled); the matmul ran on GPU 0.
+SAMPLES = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-smi-samples-500ms.txt"))[0::2]
+H200 = {"tflops": CANARY["matmul"]["tflops_mean"], "dtype": "bfloat16", "n": 8192, "device": "NVIDIA H200", "backend": "cuda"}
+H200_PROFILE = Expect(gpu_name="NVIDIA H200", min_tflops=500, min_sm_clock_mhz=1200)
+# gb10check/canary/matmul.py's own lines from two runs on this 2-core machine with the simulation's CPU torch 2.13
+# (float32 1024^3; the machine was shared, hence the spread between the runs).
+CPU_A = {"tflops": 0.0648, "tflops_median": 0.0669, "iterations": 151, "seconds": 5.011, "device": "cpu", "backend": "cpu",
+         "dtype": "float32", "n": 1024, "torch": "2.13.0+cpu"}
+CPU_B = {"tflops": 0.0411, "tflops_median": 0.0587, "iterations": 62, "seconds": 3.238, "device": "cpu", "backend": "cpu",
+         "dtype": "float32", "n": 1024, "torch": "2.13.0+cpu"}
+NCCL = {"path": CANARY["nccl"]["loaded_libnccl"][0], "version": CANARY["nccl"]["ncclGetVersion"],
+        "version_code": CANARY["nccl"]["ncclGetVersion_code"], "build_id": CANARY["nccl"]["gnu_build_id"], "static": False,
+        "env_nccl_version": None}
+
+
+def codes(findings):
+    return [(f.code, f.where, f.warning) for f in findings]
+
+
+def test_the_h200_under_load_passes_its_profile():
+    load = gpu.load_of(SAMPLES)
+    assert (load.samples, load.sm_clock_mhz, load.max_sm_clock_mhz, load.reason_text) == (24, 1485.0, 1980.0, "sw_power_cap")
+    assert (load.power_w, load.temperature_c) == (691.125, 56.0)
+    assert gpu.judge_compute("h200", H200, SAMPLES, None, H200_PROFILE, ("h200", 674.2)) == []
+    assert gpu.measured(H200, load)[0] == ("matmul", 674.2, "TFLOP/s (bfloat16 on NVIDIA H200)")
+
+
+def test_the_defaults_pass_the_h200_and_the_cpu_nodes():
+    assert gpu.judge_compute("h200", H200, SAMPLES, None, Expect(), None) == []
+    assert gpu.judge_compute("sim-0", CPU_A, None, "Field \"clocks.sm\" is not a valid field to query.", Expect(),
+                             ("sim-0", CPU_A["tflops"])) == []
+
+
+def test_below_the_tflops_floor_names_the_ac_power_off():
+    [f] = gpu.judge_compute("h200", H200, SAMPLES, None, H200_PROFILE.model_copy(update={"min_tflops": 800}), None)
+    assert codes([f]) == [(Code.GPU_COMPUTE_LOW, "h200", False)]
+    assert f.text.startswith("[gpu-compute-low] h200: saw 674.2 TFLOP/s (bfloat16 8192^3 matmul on NVIDIA H200, cuda); "
+                             "expected >= 800 TFLOP/s (expect.min_tflops)\n  fix: power h200 off at the wall (AC off")
+    assert "a reboot does not clear it" in f.text
+
+
+def test_a_clock_under_the_floor_names_the_reasons():
+    # The real H200 at its 700 W cap ran at 1455-1560 MHz: under a 1700 MHz floor that is what a stuck clock looks like.
+    [f] = gpu.judge_compute("h200", H200, SAMPLES, None, H200_PROFILE.model_copy(update={"min_sm_clock_mhz": 1700}), None)
+    assert codes([f]) == [(Code.GPU_CLOCK_LOW, "h200", False)]
+    assert f.text.startswith("[gpu-clock-low] h200: saw SM clock 1485 MHz under load (median of 24 samples, max 1980.0 MHz), 691.125 W, ")
+    assert "reasons sw_power_cap; expected >= 1700 MHz (expect.min_sm_clock_mhz)" in f.text
+    assert f.text.endswith("active clock-event reasons under load: sw_power_cap")
+
+
+def test_a_node_slower_than_the_fastest_fails_the_spread():
+    [f] = gpu.judge_compute("sim-1", CPU_B, None, None, Expect(), ("sim-0", CPU_A["tflops"]))
+    assert codes([f]) == [(Code.GPU_COMPUTE_SPREAD, "sim-1", False)]
+    assert f.text.startswith("[gpu-compute-spread] sim-1: saw 0.0411 TFLOP/s, 37% slower than sim-0 (0.0648 TFLOP/s); "
+                             "expected within 15% of the fastest node (expect.max_compute_spread)\n  fix: power sim-1 off at the wall")
+    assert "compare its SM clock and power with sim-0's" in f.text
+    assert gpu.judge_compute("sim-1", CPU_B, None, None, Expect(max_compute_spread=0.5), ("sim-0", CPU_A["tflops"])) == []
+
+
+@pytest.mark.parametrize("rows, why", [(None, 'Field "clocks.sm" is not a valid field to query.'),
+                                       ([r for r in SAMPLES if r["clocks_event_reasons_active"].endswith("1")], None)])
+def test_a_cuda_run_without_samples_under_load_is_a_warning(rows, why):
+    [f] = gpu.judge_compute("h200", H200, rows, why, H200_PROFILE, None)
+    assert codes([f]) == [(Code.GPU_NOT_SAMPLED, "h200", True)]
+    assert f"saw no nvidia-smi sample under load ({why or 'only idle samples'})" in f.text
+
+
+def test_nccl_identity_equal_to_rank_0_and_the_pin_passes():
+    pin = NcclPin(version="2.28.9", build_id="9fcf74d93a8c3605bf7718f594d0a24366e38536")
+    assert gpu.judge_nccl_identity("b", "a", NCCL, dict(NCCL), pin, "img") == []
+    assert gpu.judge_nccl_identity("a", "a", dict(NCCL, env_nccl_version="2.28.9-1"), NCCL, None, "img") == []
+
+
+def test_another_build_of_the_same_version_differs_from_rank_0():
+    other = dict(NCCL, path="/usr/lib/aarch64-linux-gnu/libnccl.so.2.28.9", build_id="0123456789abcdef0123456789abcdef01234567")
+    [f] = gpu.judge_nccl_identity("b", "a", other, NCCL, None, "vllm/vllm-openai:x")
+    assert codes([f]) == [(Code.IMAGE_NCCL_DIFFERS, "b", False)]
+    assert f.text.startswith("[image-nccl-differs] b: saw NCCL 2.28.9 /usr/lib/aarch64-linux-gnu/libnccl.so.2.28.9 build id "
+                             "0123456789abcdef0123456789abcdef01234567 (path, build_id differ); expected NCCL 2.28.9 "
+                             "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2 build id "
+                             "9fcf74d93a8c3605bf7718f594d0a24366e38536 as on a\n  fix: ship rank 0's image to b "
+                             "(docker save vllm/vllm-openai:x | ssh b docker load)")
+
+
+def test_a_pin_the_library_does_not_match_fails():
+    [f] = gpu.judge_nccl_identity("a", "a", NCCL, NCCL, NcclPin(version="2.27.7"), "img")
+    assert codes([f]) == [(Code.IMAGE_NCCL_PIN, "a", False)]
+    assert "expected version 2.27.7 (deploy.nccl)\n  fix: use an image whose torch loads the pinned NCCL" in f.text
+
+
+def test_a_stale_nccl_version_variable_is_a_warning():
+    [f] = gpu.judge_nccl_identity("a", "a", dict(NCCL, env_nccl_version="2.27.3"), NCCL, None, "img")
+    assert codes([f]) == [(Code.IMAGE_NCCL_ENV_STALE, "a", True)]
+    assert f.text.startswith("[image-nccl-env-stale] a: saw the image's NCCL_VERSION=2.27.3, but torch loads NCCL 2.28.9 ")
