@@ -68,6 +68,12 @@ KERNEL_LOG = ("if journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -q .; t
 RDMA_COUNTERS = ("for f in /sys/class/infiniband/*/ports/*/counters/link_downed /sys/class/infiniband/*/ports/*/counters/symbol_error "
                  "/sys/class/infiniband/*/ports/*/counters/port_rcv_errors; do [ -r \"$f\" ] && "
                  "printf '%s:%s\\n' \"$f\" \"$(cat \"$f\" 2>/dev/null)\"; done; true")
+NM_PROFILES = ("if ! command -v nmcli >/dev/null 2>&1; then echo '-- nmcli: absent --'; "
+               "elif ! nmcli -t -f UUID,DEVICE connection show >/dev/null 2>&1; then echo '-- NetworkManager: not running --'; "
+               "else nmcli -t -f UUID,DEVICE connection show | while IFS=: read -r uuid dev; do echo \"-- profile $uuid --\"; "
+               "echo \"device:$dev\"; nmcli -t -f connection.id,connection.type,connection.interface-name,ipv4.method "
+               "connection show \"$uuid\"; done; fi")
+IBV_DEVINFO = "ibv_devinfo"
 DOCKER_PS = f"docker ps --format '{facts.docker.PS_FORMAT}'"
 DOCKER_STATS = f"docker stats --no-stream --format '{facts.docker.STATS_FORMAT}'"
 
@@ -126,7 +132,7 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
             snapshot_file(cluster, "model.safetensors.index.json"),
             *(mtu(l.netdev) for l in node.links), *(route_to(ip) for ip in peers),
             CMDLINE, BIOS_VERSION, BIOS_DATE, *(ethtool_info(l.netdev) for l in node.links), DRIVER_PACKAGES, APT_HOLDS,
-            UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS]
+            UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS, NM_PROFILES, IBV_DEVINFO]
     sudo = [UFW_STATUS, UFW_USER_RULES, UFW_CONF, UFW_LIVE, netplan_mode(cluster.expect.netplan_file), cat(cluster.expect.netplan_file),
             *(ethtool(l.netdev) for l in node.links), KERNEL_LOG]
     return {False: user, True: sudo}

@@ -85,6 +85,8 @@ class Code(str, Enum):
     DRIVER_NOT_HELD = "driver-not-held"
     KERNEL_LOG = "kernel-log"
     RDMA_ERROR_COUNTERS = "rdma-error-counters"
+    NM_DHCP_QSFP = "nm-dhcp-qsfp"
+    ROCE_MTU = "roce-mtu"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
     UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
@@ -215,6 +217,11 @@ REMEDIES: dict[Code, str] = {
                      "max_model_len), mlx5 link down means the cable or the peer port flapped; a reboot clears the log",
     Code.RDMA_ERROR_COUNTERS: "errors on {device} port {port} of {node}: reseat or replace the QSFP cable and check the peer "
                               "port; the counters in /sys/class/infiniband/{device}/ports/{port}/counters reset at reboot",
+    Code.NM_DHCP_QSFP: "on {node}: {delete} (or sudo nmcli connection modify it ipv4.method disabled); the QSFP "
+                       "addresses come from netplan (dgx-spark-playbooks issue 56: DHCP profiles left on the QSFP ports)",
+    Code.ROCE_MTU: "set the same MTU on both ends of {netdev} in netplan (mtu: 9000, or 4200: RoCE then runs at 4096) and "
+                   "sudo netplan apply on {node} and its peer; if ibv_devinfo still shows the old active_mtu, take the "
+                   "link down and up (sudo ip link set {netdev} down; sudo ip link set {netdev} up)",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",

@@ -1,7 +1,8 @@
 """ibv_devinfo: one block per device, tab-indented as rdma-core prints it (format of
 rdma_gids_devinfo/dgxspark-ibv_devinfo-*: `hca_id:<TAB>dev`, key/value lines padded with tabs, the port block,
 a blank line after each device). node_guid comes from the port's MAC as mlx5 derives it; active_mtu from the
-netdev's MTU (RoCE: the largest IB MTU that fits beside the headers)."""
+netdev's MTU (RoCE: the largest IB MTU that fits beside the headers), unless the scenario's link state holds a
+`roce_active_mtu` (a port that did not follow its netdev's MTU)."""
 
 from .common import IB, active_mtu, devices, mac_of, node_guid, read, state
 
@@ -25,7 +26,9 @@ def ibv_devinfo(args: list[str]) -> int:
         print("\t\tport:\t1")
         print("\t\t\tstate:\t\t\t" + ("PORT_ACTIVE (4)" if active else "PORT_DOWN (1)"))
         print("\t\t\tmax_mtu:\t\t4096 (5)")
-        print("\t\t\tactive_mtu:\t\t{} ({})".format(*active_mtu(netdev)))
+        stuck = s["links"].get(netdev, {}).get("roce_active_mtu")  # a scenario's RDMA port that did not follow its netdev
+        mtu = active_mtu(netdev) if stuck is None else (stuck, {4096: 5, 2048: 4, 1024: 3, 512: 2, 256: 1}[stuck])
+        print("\t\t\tactive_mtu:\t\t{} ({})".format(*mtu))
         print("\t\t\tsm_lid:\t\t\t0\n\t\t\tport_lid:\t\t0\n\t\t\tport_lmc:\t\t0x00\n\t\t\tlink_layer:\t\tEthernet")
         print()
     return 0

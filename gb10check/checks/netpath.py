@@ -1,0 +1,45 @@
+"""The network path beside the links themselves: NetworkManager profiles that run DHCP on a QSFP port, and the RoCE
+active MTU against the netdev's MTU (dgx-spark-playbooks PR 103: RoCE carries 4096-byte frames only when the port's
+MTU leaves room for them beside the RoCE headers, e.g. 4200 or 9000)."""
+
+import shlex
+
+from ..cluster import Link
+from ..remedies import Code
+from ..verdict import Finding
+
+IB_MTUS = (4096, 2048, 1024, 512, 256)
+ROCE_HEADERS = 40 + 8 + 12 + 4 + 28 + 4  # GRH, UDP, BTH, XRC and atomic extension headers, ICRC (ib_core's iboe_get_mtu)
+
+
+def roce_mtu_for(netdev_mtu: int) -> int:
+    """The RoCE active MTU a port gets from its netdev's MTU: the largest IB MTU that fits beside the headers."""
+    return next((m for m in IB_MTUS if netdev_mtu - ROCE_HEADERS >= m), 256)
+
+
+def judge_nm_dhcp(node: str, profiles, qsfp_netdevs: set[str]) -> list[Finding]:
+    """A NetworkManager profile with ipv4.method auto (DHCP) bound to or active on a QSFP netdev fails: it fights the
+    static/link-local addresses, adds routes, and waits for a DHCP server that is not there (dgx-spark-playbooks issue 56)."""
+    found = []
+    for p in profiles.profiles:
+        on = sorted(p.netdevs & qsfp_netdevs)
+        if on and p.ipv4_method == "auto":
+            found.append(Finding(Code.NM_DHCP_QSFP, f"{node}:{on[0]}", f"NetworkManager profile {p.name!r} ({p.uuid}) with "
+                                 f"ipv4.method auto (DHCP) on {', '.join(on)}", "no DHCP on the QSFP ports (netplan's "
+                                 "static or link-local addresses only)", netdev=on[0], delete=f"sudo nmcli connection delete "
+                                 f"{shlex.quote(p.uuid)}"))
+    return found
+
+
+def judge_roce_mtu(node: str, link: Link, netdev_mtu: int, active_mtu: int | None) -> list[Finding]:
+    """The RoCE active MTU (ibv_devinfo) is what the netdev's MTU allows: 1024 beside a 9000 MTU (RoCE stuck small),
+    or larger than the netdev can carry, is a warning."""
+    if active_mtu is None:
+        return []
+    expected = roce_mtu_for(netdev_mtu)
+    if active_mtu == expected:
+        return []
+    return [Finding(Code.ROCE_MTU, f"{node}:{link.rdma_device}", f"RoCE active_mtu {active_mtu} with {link.netdev} MTU "
+                    f"{netdev_mtu}", f"active_mtu {expected} (the largest IB MTU that fits in MTU {netdev_mtu} beside "
+                    f"{ROCE_HEADERS} bytes of RoCE headers)", warning=True, netdev=link.netdev, device=link.rdma_device,
+                    netdev_mtu=netdev_mtu)]

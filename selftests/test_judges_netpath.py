@@ -1,0 +1,83 @@
+"""Judges of the network path (checks/netpath.py): NetworkManager DHCP profiles on QSFP ports, on nmcli output written
+here in its terse format (no NetworkManager on this machine), and the RoCE active MTU against the netdev's MTU, on a
+real DGX Spark's ibv_devinfo (public capture)."""
+
+from gb10check.checks import netpath
+from gb10check.cluster import Link
+from gb10check.facts import parse
+from gb10check.remedies import Code
+
+from .conftest import read_capture
+
+# What gather.NM_PROFILES prints on a GB10 whose QSFP ports kept the profiles NetworkManager made for them.
+NM = """-- profile 7d1f2c58-4a3e-3b6a-9c59-0d4b1e6f8a21 --
+device:enP7s7
+connection.id:Wired connection 1
+connection.type:802-3-ethernet
+connection.interface-name:
+ipv4.method:auto
+-- profile 2a8e6c14-91b7-3f0d-8e55-6f2a9c3d7b10 --
+device:enp1s0f0np0
+connection.id:Wired connection 2
+connection.type:802-3-ethernet
+connection.interface-name:enp1s0f0np0
+ipv4.method:auto
+-- profile c0ffee00-1111-4222-8333-944445555666 --
+device:
+connection.id:netplan-enP2p1s0f0np0
+connection.type:802-3-ethernet
+connection.interface-name:enP2p1s0f0np0
+ipv4.method:link-local
+-- profile 0b5d7e11-2c3a-4f40-9a1b-7e8f9d0c1b2a --
+device:
+connection.id:cx7 port\\:2
+connection.type:802-3-ethernet
+connection.interface-name:enp1s0f1np1
+ipv4.method:auto
+"""
+QSFP = {"enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"}
+LINK = Link(netdev="enp1s0f1np1", rdma_device="rocep1s0f1", address="169.254.94.252/16")
+
+
+def codes(findings):
+    return [(f.code, f.where, f.warning) for f in findings]
+
+
+def test_nmcli_profiles_parse():
+    got = parse("nmcli_profiles", NM)
+    assert got.networkmanager == "running" and len(got.profiles) == 4
+    assert (got.profiles[0].interface, got.profiles[0].device, got.profiles[0].ipv4_method) == (None, "enP7s7", "auto")
+    assert got.profiles[3].name == "cx7 port:2" and got.profiles[3].device is None
+    assert parse("nmcli_profiles", "-- nmcli: absent --\n").networkmanager == "absent"
+    assert parse("nmcli_profiles", "-- NetworkManager: not running --\n").networkmanager == "not running"
+
+
+def test_dhcp_profile_on_a_qsfp_port_fails():
+    found = netpath.judge_nm_dhcp("pgx-30", parse("nmcli_profiles", NM), QSFP)
+    assert codes(found) == [(Code.NM_DHCP_QSFP, "pgx-30:enp1s0f0np0", False), (Code.NM_DHCP_QSFP, "pgx-30:enp1s0f1np1", False)]
+    assert found[0].text == (
+        "[nm-dhcp-qsfp] pgx-30:enp1s0f0np0: saw NetworkManager profile 'Wired connection 2' "
+        "(2a8e6c14-91b7-3f0d-8e55-6f2a9c3d7b10) with ipv4.method auto (DHCP) on enp1s0f0np0; expected no DHCP on the QSFP "
+        "ports (netplan's static or link-local addresses only)\n  fix: on pgx-30: sudo nmcli connection delete "
+        "2a8e6c14-91b7-3f0d-8e55-6f2a9c3d7b10 (or sudo nmcli connection modify it ipv4.method disabled); the QSFP addresses "
+        "come from netplan (dgx-spark-playbooks issue 56: DHCP profiles left on the QSFP ports)")
+    # DHCP on the management port and link-local on a QSFP port are fine.
+    assert netpath.judge_nm_dhcp("pgx-30", parse("nmcli_profiles", NM), {"enP2p1s0f0np0"}) == []
+
+
+def test_roce_mtu_against_the_netdev_mtu():
+    hcas = parse("ibv_devinfo", read_capture("rdma_gids_devinfo/dgxspark-ibv_devinfo-4hca-port1-up-idx53062434312.txt"))
+    active = next(p.active_mtu for h in hcas if h.rdma_device == "rocep1s0f1" for p in h.ports)
+    assert active == 4096
+    assert netpath.judge_roce_mtu("spark", LINK, 9000, active) == []
+    assert netpath.judge_roce_mtu("spark", LINK, 4200, active) == []
+    # The same port with its netdev at 1500: RoCE cannot carry 4096-byte frames there.
+    [f] = netpath.judge_roce_mtu("spark", LINK, 1500, active)
+    assert codes([f]) == [(Code.ROCE_MTU, "spark:rocep1s0f1", True)]
+    assert f.text.startswith("[roce-mtu] spark:rocep1s0f1: saw RoCE active_mtu 4096 with enp1s0f1np1 MTU 1500; expected "
+                             "active_mtu 1024 (the largest IB MTU that fits in MTU 1500 beside 96 bytes of RoCE headers)")
+    # RoCE stuck at 1024 beside a 9000 MTU (the netdev's MTU raised, the RDMA port not following).
+    [f] = netpath.judge_roce_mtu("spark", LINK, 9000, 1024)
+    assert "saw RoCE active_mtu 1024 with enp1s0f1np1 MTU 9000; expected active_mtu 4096" in f.text
+    assert netpath.judge_roce_mtu("spark", LINK, 1500, 1024) == []
+    assert [netpath.roce_mtu_for(m) for m in (1500, 2200, 4191, 4192, 9000)] == [1024, 2048, 2048, 4096, 4096]
