@@ -121,6 +121,7 @@ class Firewall(Strict):
 class Expect(Strict):
     memory_gib: GiB = 119.0
     gpu_name: str = "NVIDIA GB10"
+    driver_version: str | None = Field(None, pattern=r"^\d+(\.\d+)+$")  # the NVIDIA driver the profile names (null: any)
     link_speed_mbps: int = 200000
     roce_gid_type: Literal["RoCE v2", "RoCE v1"] = "RoCE v2"
     roce_gid_index: int = Field(3, ge=0)

@@ -15,6 +15,7 @@ class Code(str, Enum):
     NVML_MISMATCH = "nvml-mismatch"
     DRIVER_MISMATCH = "driver-mismatch"
     DRIVER_DIFFERS = "driver-differs"
+    DRIVER_PROFILE = "driver-profile"
     NO_DRIVER = "no-driver"
     UFW_SOURCE = "ufw-source"
     UFW_PORT = "ufw-port"
@@ -87,8 +88,6 @@ class Code(str, Enum):
     RDMA_ERROR_COUNTERS = "rdma-error-counters"
     NM_DHCP_QSFP = "nm-dhcp-qsfp"
     ROCE_MTU = "roce-mtu"
-    DISK_FULL = "disk-full"
-    DISK_LOW = "disk-low"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
     UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
@@ -125,6 +124,8 @@ REMEDIES: dict[Code, str] = {
     Code.NVML_MISMATCH: "reboot {node}: the loaded kernel module is older than the installed user-mode driver "
                         "(seed: 580.159.03 kernel vs 580.173.02 user mode after fifty days of uptime)",
     Code.DRIVER_MISMATCH: "reboot {node} so the loaded kernel module matches the installed driver",
+    Code.DRIVER_PROFILE: "install driver {version} on {node} (the version the profile names), then reboot it; or fix "
+                         "expect.driver_version after checking the new driver on one node",
     Code.DRIVER_DIFFERS: "install the same NVIDIA driver on every node (apt install the version {head} runs), then reboot {node}",
     Code.NO_DRIVER: "install the NVIDIA driver on {node} or check that the module is loaded (lsmod | grep nvidia)",
     Code.UFW_SOURCE: "sudo ufw allow from {source} on {node} (torch rendezvous, NCCL and Gloo use ports that change)",
@@ -224,12 +225,6 @@ REMEDIES: dict[Code, str] = {
     Code.ROCE_MTU: "set the same MTU on both ends of {netdev} in netplan (mtu: 9000, or 4200: RoCE then runs at 4096) and "
                    "sudo netplan apply on {node} and its peer; if ibv_devinfo still shows the old active_mtu, take the "
                    "link down and up (sudo ip link set {netdev} down; sudo ip link set {netdev} up)",
-    Code.DISK_FULL: "free space on {mount} of {node} (docker system prune, docker image prune -a, old models under the "
-                    "Hugging Face cache: huggingface-cli delete-cache) or move the cache to a larger disk: {need} must fit "
-                    "(rsync stops with 'No space left on device')",
-    Code.DISK_LOW: "free space on {mount} of {node} (docker image prune -a, huggingface-cli delete-cache): {need} with the "
-                   "margin for logs and the vLLM, flashinfer and Triton caches; a nearly full disk also loads slower (seed: "
-                   "850 s against 300 s on the other node)",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",

@@ -2,16 +2,18 @@
 nvidia-smi samples taken under it (selftests/captures/, see its README), and the timing program's real CPU runs here."""
 
 import json
+from pathlib import Path
 
 import pytest
 
-from gb10check.checks import gpu
-from gb10check.cluster import Expect, NcclPin
+from gb10check.checks import gpu, host
+from gb10check.cluster import Expect, NcclPin, load_cluster
 from gb10check.facts import parse
 from gb10check.remedies import Code
 
 from .conftest import read_capture
 
+REPO = Path(__file__).resolve().parent.parent
 CANARY = json.loads(read_capture("ours/raw/gpu_canary/h200-canary.json"))
 # The capture's rows alternate GPU 0 / GPU 1 (two GPUs sampled); the matmul ran on GPU 0.
 SAMPLES = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-smi-samples-500ms.txt"))[0::2]
@@ -107,3 +109,54 @@ def test_a_stale_nccl_version_variable_is_a_warning():
     [f] = gpu.judge_nccl_identity("a", "a", dict(NCCL, env_nccl_version="2.27.3"), NCCL, None, "img")
     assert codes([f]) == [(Code.IMAGE_NCCL_ENV_STALE, "a", True)]
     assert f.text.startswith("[image-nccl-env-stale] a: saw the image's NCCL_VERSION=2.27.3, but torch loads NCCL 2.28.9 ")
+
+
+def test_the_driver_the_profile_names():
+    # Our H200's nvidia-smi --query-gpu=... --format=csv: driver 580.159.04.
+    installed = parse("nvidia_smi_query", read_capture("ours/nvidia_smi/h200-query-gpu-csv.txt"))[0]["driver_version"]
+    assert installed == "580.159.04"
+    assert host.judge_driver_profile("h200", installed, "580.159.04") == []
+    [f] = host.judge_driver_profile("h200", installed, "580.173.02")
+    assert codes([f]) == [(Code.DRIVER_PROFILE, "h200", False)]
+    assert f.text == ("[driver-profile] h200: saw driver 580.159.04; expected driver 580.173.02 (expect.driver_version)\n"
+                      "  fix: install driver 580.173.02 on h200 (the version the profile names), then reboot it; or fix "
+                      "expect.driver_version after checking the new driver on one node")
+
+
+# The one-H200 machine's run (selftests/device/run_canaries_h200.sh): our programs' own lines and the suite's sampler.
+ONE_GPU = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-matmul.json"))
+ONE_GPU_ROWS = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-1gpu-smi-samples-matmul.txt"))
+ONE_GPU_NCCL = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-nccl.json"))
+
+
+def test_the_one_gpu_run_passes_the_device_profile():
+    assert (ONE_GPU["tflops"], ONE_GPU["iterations"], ONE_GPU["backend"], ONE_GPU["device"]) == (665.9505, 6020, "cuda", "NVIDIA H200")
+    load = gpu.load_of(ONE_GPU_ROWS)
+    assert (load.samples, load.sm_clock_mhz, load.power_w, load.temperature_c, load.reason_text) == \
+        (22, 1477.5, 691.84, 59.0, "sw_power_cap")
+    profile = load_cluster(REPO / "selftests" / "device" / "h200-local-cluster.yaml")
+    assert gpu.judge_compute("h200", ONE_GPU, ONE_GPU_ROWS, None, profile.expect, ("h200", ONE_GPU["tflops"])) == []
+
+
+def test_the_h200_image_nccl_variable_lies():
+    # The machine's CUDA image sets NCCL_VERSION=2.28.3-1; torch 2.11.0+cu130 loads the pip wheel's 2.28.9.
+    assert {k: ONE_GPU_NCCL[k] for k in ("version", "version_code", "build_id", "env_nccl_version", "static")} == {
+        "version": "2.28.9", "version_code": 22809, "build_id": "9fcf74d93a8c3605bf7718f594d0a24366e38536",
+        "env_nccl_version": "2.28.3-1", "static": False}
+    profile = load_cluster(REPO / "selftests" / "device" / "h200-local-cluster.yaml")
+    [f] = gpu.judge_nccl_identity("h200", "h200", ONE_GPU_NCCL, ONE_GPU_NCCL, profile.deploy.nccl, profile.deploy.image)
+    assert codes([f]) == [(Code.IMAGE_NCCL_ENV_STALE, "h200", True)]
+    # the pin (the x2 machine's library, same build id) holds; only the variable is wrong
+    assert f.text.startswith("[image-nccl-env-stale] h200: saw the image's NCCL_VERSION=2.28.3-1, but torch loads NCCL 2.28.9 "
+                             "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2 build id 9fcf74d9")
+
+
+def test_the_preflight_through_the_local_connection_passed_on_the_h200():
+    xml = read_capture("ours/raw/gpu_canary/h200-1gpu-preflight-junit.xml")
+    import xml.etree.ElementTree as ET
+
+    cases = {c.get("name"): ("skipped" if c.find("skipped") is not None else "failed" if c.find("failure") is not None
+                             else "passed") for c in ET.fromstring(xml).iter("testcase")}
+    assert cases == {"test_ssh_user[h200]": "passed", "test_os_parity[NOTSET]": "skipped", "test_gpu_name[h200]": "passed",
+                     "test_driver_parity[h200]": "passed", "test_driver_same_as_head[NOTSET]": "skipped",
+                     "test_driver_version[h200]": "passed", "test_gpu_compute[h200]": "passed", "test_image_nccl[h200]": "passed"}

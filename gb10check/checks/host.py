@@ -92,3 +92,12 @@ def judge_clock(node: str, skew_s: float, max_skew_s: float, uncertainty_s: floa
     """Clock offset from the runner's, allowing the measurement's own uncertainty (half the round trip)."""
     return [] if abs(skew_s) <= max_skew_s + uncertainty_s else \
         [Finding(Code.CLOCK_SKEW, node, f"clock {skew_s:+.2f} s from the runner's", f"within {max_skew_s} s")]
+
+
+def judge_driver_profile(node: str, installed: str | None, expected: str) -> list[Finding]:
+    """The installed (user-mode) driver is the one the profile names (expect.driver_version)."""
+    if installed is None:
+        return [Finding(Code.NO_DRIVER, node, "nvidia-smi reports no driver version (see test_driver_parity)",
+                        f"driver {expected} (expect.driver_version)")]
+    return [] if installed == expected else \
+        [Finding(Code.DRIVER_PROFILE, node, f"driver {installed}", f"driver {expected} (expect.driver_version)", version=expected)]

@@ -125,6 +125,24 @@ EXPECTED = {
             "64.clocks_event_reasons_active": "0x0000000000000000",
             "69.temperature_gpu": 36.0,
         }),
+    # ---- GPU canary, one-H200 machine: our gb10check/canary/matmul.py (bf16 8192^3, 10 s) with the suite's own sampler ----
+    "ours/gpu_canary/h200-1gpu-smi-samples-matmul.txt": (
+        "nvidia_smi_query", {
+            # noheader,nounits: the field names come from the command line written first (by the run script itself)
+            "#": 30,
+            "0.clocks_current_sm_mhz": 345.0,  # idle before torch starts
+            "0.power_draw_w": 78.89,
+            "0.clocks_event_reasons_active": "0x0000000000000001",  # GPU idle
+            "8.clocks_current_sm_mhz": 1980.0,  # waking up: no reason active, still 79.51 W
+            "8.clocks_event_reasons_active": "0x0000000000000000",
+            "11.clocks_current_sm_mhz": 1545.0,  # under the loop: at the 700 W cap
+            "11.power_draw_w": 692.13,
+            "11.temperature_gpu": 57.0,
+            "11.clocks_event_reasons_active": "0x0000000000000004",  # SW power cap
+            "12.clocks_current_sm_mhz": 1395.0,  # the lowest clock under load
+            "29.clocks_current_sm_mhz": 1965.0,  # the loop ending
+            "29.power_draw_w": 491.46,
+        }),
     # ---- memory -------------------------------------------------------------------------------------
     "ours/meminfo/h200-proc-meminfo.txt": (
         "meminfo", {
