@@ -106,6 +106,15 @@ def image_inspect(image: str) -> str:
     return f"docker image inspect {shlex.quote(image)}"
 
 
+def disk_free(paths: list[str]) -> str:
+    """df -B1 of each path, or of its nearest existing parent (a cache not made yet), each after a `-- df -B1 PATH --` note."""
+    return "; ".join(f"p={shlex.quote(p)}; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; echo \"-- df -B1 {p} --\"; "
+                     "df -B1 --output=target,avail \"$p\"" for p in paths)
+
+
+DOCKER_ROOT = "/var/lib/docker"
+
+
 def compose_files(cluster: Cluster) -> tuple[str, str]:
     d = cluster.deploy
     return f"{d.workdir}/{d.compose_file}", f"{d.workdir}/.env"
@@ -132,7 +141,8 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
             snapshot_file(cluster, "model.safetensors.index.json"),
             *(mtu(l.netdev) for l in node.links), *(route_to(ip) for ip in peers),
             CMDLINE, BIOS_VERSION, BIOS_DATE, *(ethtool_info(l.netdev) for l in node.links), DRIVER_PACKAGES, APT_HOLDS,
-            UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS, NM_PROFILES, IBV_DEVINFO]
+            UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS, NM_PROFILES, IBV_DEVINFO,
+            disk_free([cluster.deploy.hf_cache, DOCKER_ROOT])]
     sudo = [UFW_STATUS, UFW_USER_RULES, UFW_CONF, UFW_LIVE, netplan_mode(cluster.expect.netplan_file), cat(cluster.expect.netplan_file),
             *(ethtool(l.netdev) for l in node.links), KERNEL_LOG]
     return {False: user, True: sudo}

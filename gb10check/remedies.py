@@ -88,6 +88,8 @@ class Code(str, Enum):
     RDMA_ERROR_COUNTERS = "rdma-error-counters"
     NM_DHCP_QSFP = "nm-dhcp-qsfp"
     ROCE_MTU = "roce-mtu"
+    DISK_FULL = "disk-full"
+    DISK_LOW = "disk-low"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
     UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
@@ -225,6 +227,12 @@ REMEDIES: dict[Code, str] = {
     Code.ROCE_MTU: "set the same MTU on both ends of {netdev} in netplan (mtu: 9000, or 4200: RoCE then runs at 4096) and "
                    "sudo netplan apply on {node} and its peer; if ibv_devinfo still shows the old active_mtu, take the "
                    "link down and up (sudo ip link set {netdev} down; sudo ip link set {netdev} up)",
+    Code.DISK_FULL: "free space on {mount} of {node} (docker system prune, docker image prune -a, old models under the "
+                    "Hugging Face cache: huggingface-cli delete-cache) or move the cache to a larger disk: {need} must fit "
+                    "(rsync stops with 'No space left on device')",
+    Code.DISK_LOW: "free space on {mount} of {node} (docker image prune -a, huggingface-cli delete-cache): {need} with the "
+                   "margin for logs and the vLLM, flashinfer and Triton caches; a nearly full disk also loads slower (seed: "
+                   "850 s against 300 s on the other node)",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",

@@ -1,4 +1,4 @@
-"""Facts asserted for our own captures of the kernel log and dpkg (selftests/captures/kmsg, dpkg; how each was made:
+"""Facts asserted for our own captures of the kernel log and dpkg (selftests/captures/kmsg, dpkg, df; how each was made:
 selftests/captures/README.md). Values read off the files themselves."""
 
 EXPECTED = {
@@ -42,4 +42,12 @@ EXPECTED = {
             "4.want": "unknown",
             "4.state": "not-installed",
         }),
+    "ours/df/host-df-B1-output-target-avail.txt": (
+        "df", {"#": 2, "0.target": "/", "0.avail_bytes": 80579964928, "0.path": None, "1.target": "/"}),
+    "ours/df/host-df-B1-missing-path.txt": (
+        "df", {"#": 1, "0.target": "/", "0.avail_bytes": 80579964928}),
+    "ours/df/host-df.txt": (
+        "df", {"#": 1, "0.target": "/", "0.filesystem": "/dev/vda", "0.avail_bytes": 78691380 * 1024}),
+    "ours/df/host-df-h.txt": (
+        "df", {"#": 1, "0.target": "/", "0.filesystem": "/dev/vda", "0.avail_bytes": 76 * 2**30}),
 }

@@ -1,0 +1,69 @@
+"""df: free space per filesystem. `df [-h|-B1] [--output=...] [PATH...]`: the header names the columns (`Mounted on`
+is one column; `Avail` / `Available`), sizes are 1K blocks unless the header says otherwise (`1B-blocks`,
+`1M-blocks`), `-h` prints suffixed sizes (76G), and `-B1` prints bytes under a bare `Avail` (the command line, or
+gb10check's `-- df -B1 PATH --` note before each run, says so). Error lines (`df: /x: No such file or directory`)
+are not rows.
+"""
+
+import re
+from dataclasses import dataclass
+
+from ._text import ParseError, parser
+
+NOTE = re.compile(r"^-- df (?P<flags>(?:-\S+\s+)*)(?P<path>\S.*?) --$")
+_SUFFIX = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}
+
+
+@dataclass
+class DfRow:
+    target: str  # the mount point
+    avail_bytes: int | None
+    path: str | None = None  # the path asked about (gb10check's note), when there was one
+    filesystem: str | None = None
+
+
+def _size(value: str, unit: int) -> int | None:
+    m = re.fullmatch(r"(\d+(?:[.,]\d+)?)([KMGTP]?)i?B?", value)
+    if not m:
+        return None
+    number = float(m[1].replace(",", "."))
+    return int(number * _SUFFIX[m[2]]) if m[2] else int(number * unit)
+
+
+def _header(line: str) -> list[str] | None:
+    if "Mounted on" not in line or not re.search(r"\bAvail(able)?\b", line):
+        return None
+    return line.replace("Mounted on", "Mounted_on").split()
+
+
+@parser
+def parse(text: str, command: str | None = None) -> list[DfRow]:
+    rows: list[DfRow] = []
+    columns: list[str] | None = None
+    path, unit = None, 1024
+    default_unit = 1 if command and re.search(r"(-B\s*1|--block-size=1)(\s|$)", command) else 1024
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("df:"):
+            continue
+        if (n := NOTE.match(line)):
+            path = n["path"]
+            default_unit = 1 if re.search(r"-B1\b|--block-size=1\b", n["flags"]) else 1024
+            continue
+        if (h := _header(line)) is not None:
+            columns, unit = h, default_unit
+            blocks = next((c for c in h if c.endswith("-blocks")), None)
+            if blocks:
+                unit = _size(blocks[:-len("-blocks")], 1) or 1024
+            continue
+        if columns is None:
+            continue
+        cells = line.split()
+        if len(cells) != len(columns):
+            continue
+        row = dict(zip(columns, cells))
+        avail = row.get("Avail", row.get("Available"))
+        rows.append(DfRow(row["Mounted_on"], _size(avail, unit) if avail is not None else None, path, row.get("Filesystem")))
+    if not rows:
+        raise ParseError("df", "a header with 'Mounted on' and 'Avail' and rows below it (df [-B1] [--output=target,avail] PATH)", text)
+    return rows
