@@ -107,6 +107,7 @@ def node_state(n: SimNode) -> dict:
     return {"name": n.name, "rank": n.rank, "gpu_name": "NVIDIA GB10", "kernel_module": topology.USER_DRIVER,
             "user_driver": topology.USER_DRIVER, "cuda_version": "13.0", "gpu_uuid": f"GPU-5eb5a1c0-0000-4000-8000-00000000003{n.rank}",
             "fw_ver": "28.45.4028", "board_id": "NVD0000000087", "gid_layout": "standard",
+            "bios_version": "5.36_0ACUM018", "bios_date": "05/12/2026",
             "links": {k: links[k] for k in order}}
 
 

@@ -14,7 +14,7 @@ def firmware(node) -> dict[str, str | None]:
     """ConnectX firmware per QSFP netdev (ethtool -i); None where the driver reports none."""
     found = {}
     for link in node.spec.links:
-        out = gather.result(node, gather.ethtool_info(link.netdev))
+        out = gather.result(node, gather.ethtool_info(link.netdev), sudo=True)  # ethtool is in sbin: not on every user's PATH
         try:
             info = facts.parse("ethtool", out.stdout) if out.rc == 0 else []
         except facts.ParseError:

@@ -1,7 +1,8 @@
 """ethtool on the QSFP ports: the mlx5 driver's settings block (layout of ip_ethtool/ethtool-cx4lx-mlx5-*:
 tab-indented, link modes continued under their column, Speed/Lanes/Duplex/Auto-negotiation/Port, PHYAD,
 Transceiver, Wake-on, Link detected) for the port's speed in the node's state and its veth's real state.
-Any other interface (the management veth) goes to the real ethtool."""
+`ethtool -i` on a QSFP port: mlx5_core with the state's firmware and PSID. Any other interface (the management veth)
+goes to the real ethtool."""
 
 import os
 import sys
@@ -23,6 +24,16 @@ def mode_lines(label: str, modes: list[str]) -> str:
     return head + ("\n" + MODE_INDENT).join(modes)
 
 
+def driver_info(s: dict, link: dict) -> str:
+    """`ethtool -i` of a ConnectX-7 port as mlx5_core answers it: the firmware with the board's PSID in parentheses."""
+    from .ibdev2netdev import PCI
+
+    return "\n".join([
+        "driver: mlx5_core", f"version: {os.uname().release}", f"firmware-version: {s['fw_ver']} ({s['board_id']})",
+        "expansion-rom-version: ", f"bus-info: {PCI.get(link['rdma_device'], '0000:01:00.0')}", "supports-statistics: yes",
+        "supports-test: yes", "supports-eeprom-access: no", "supports-register-dump: no", "supports-priv-flags: yes"])
+
+
 def ethtool(args: list[str]) -> int:
     names = [a for a in args if not a.startswith("-")]
     if not names:
@@ -32,7 +43,11 @@ def ethtool(args: list[str]) -> int:
     if not os.path.exists(f"{NET}/{netdev}"):
         print("netlink error: no device matches name (offset 24)\nnetlink error: No such device", file=sys.stderr)
         return 1
-    link = state()["links"].get(netdev)
+    s = state()
+    link = s["links"].get(netdev)
+    if link is not None and args == ["-i", netdev]:
+        print(driver_info(s, link), flush=True)
+        return 0
     if link is None or len(args) != 1:  # not a QSFP port, or an option the stand-in does not play: the real tool
         real = next((p for p in REAL if os.path.exists(p)), None)
         if real:

@@ -1,5 +1,6 @@
 """Keeps the node's stand-in files in step with its state and its real interfaces (the node's init or the
-gb10sim-standins unit calls refresh every 0.5 s): /sys/class/infiniband, /proc/meminfo, /proc/driver/nvidia/version."""
+gb10sim-standins unit calls refresh every 0.5 s): /sys/class/infiniband (with each port's error counters),
+/sys/class/dmi/id/bios_{version,date}, /proc/meminfo, /proc/driver/nvidia/version."""
 
 import os
 import platform
@@ -32,6 +33,8 @@ def refresh(s: dict) -> None:
         write_if_changed(f"{port}/rate", port_rate(up, link["speed_mbps"]))
         write_if_changed(f"{port}/link_layer", "Ethernet")
         write_if_changed(f"{IB}/{dev}/fw_ver", s["fw_ver"])
+        for counter in ("link_downed", "symbol_error", "port_rcv_errors"):  # a scenario's errors, else none since boot
+            write_if_changed(f"{port}/counters/{counter}", str(link.get("counters", {}).get(counter, 0)))
         write_if_changed(f"{IB}/{dev}/board_id", s["board_id"])
         os.makedirs(f"{IB}/{dev}/device/net/{netdev}", exist_ok=True)
         table = gid_table(netdev, s.get("gid_layout", "standard"), up)
@@ -44,6 +47,9 @@ def refresh(s: dict) -> None:
             write_if_changed(f"{port}/gids/{i}", gid)
             write_if_changed(f"{port}/gid_attrs/types/{i}", kind)
             write_if_changed(f"{port}/gid_attrs/ndevs/{i}", netdev)
+    for key in ("bios_version", "bios_date"):  # the DMI table a GB10's firmware gives (/sys/class is the node's tmpfs)
+        if s.get(key):
+            write_if_changed(f"/sys/class/dmi/id/{key}", s[key])
     write_meminfo(s)
     # The open kernel module's two lines (GCC's ends in a space, as the driver writes it).
     write_if_changed("/proc/driver/nvidia/version",
