@@ -14,7 +14,6 @@ failed command, garbled output), never a failure of the cluster.
 import base64
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -261,46 +260,10 @@ class Fleet:
         """`command` on every node, one node at a time in rank order (so no node's figure is measured under another's
         load where nodes share a machine), once per run; each node's Output or its RemoteError."""
         with self._serial:
-            if all((n.name, command) in self._once for n in self.cluster.by_rank()):
-                return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
-            run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-            if run_id is None:
-                self._run_serially(command, timeout)
-            else:  # pytest-xdist: the first worker runs it on every node, the others read its outputs (one run, not one each)
-                key = hashlib.sha256(command.encode()).hexdigest()[:12]
-                shared = os.path.join(tempfile.gettempdir(), f"gb10check-{run_id}-{key}.json")
-                with exclusive(f"serial-{key}"):
-                    if os.path.exists(shared):
-                        with open(shared) as f:
-                            self._load_once(command, json.load(f))
-                    else:
-                        self._run_serially(command, timeout)
-                        with open(shared, "w") as f:
-                            json.dump(self._dump_once(command), f)
+            for n in self.cluster.by_rank():
+                with contextlib.suppress(RemoteError):
+                    self.once(n.name, command, timeout)
             return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
-
-    def _run_serially(self, command: str, timeout: float) -> None:
-        for n in self.cluster.by_rank():
-            with contextlib.suppress(RemoteError):
-                self.once(n.name, command, timeout)
-
-    def _dump_once(self, command: str) -> dict:
-        dumped = {}
-        for n in self.cluster.by_rank():
-            got = self._once[(n.name, command)]
-            dumped[n.name] = ({"error": type(got).__name__, "message": str(got)} if isinstance(got, RemoteError)
-                              else {"rc": got.rc, "stdout": got.stdout, "stderr": got.stderr})
-        return dumped
-
-    def _load_once(self, command: str, dumped: dict) -> None:
-        from . import remote
-
-        for name, got in dumped.items():
-            if "error" in got:
-                kind = getattr(remote, got["error"], RemoteError)
-                self._once[(name, command)] = kind(got["message"]).at(self.node(name), command)
-            else:
-                self._once[(name, command)] = Output(command, got["rc"], got["stdout"], got["stderr"])
 
 
 def result(node: RemoteNode, command: str, sudo: bool = False) -> Output:
