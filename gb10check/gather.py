@@ -62,9 +62,10 @@ REBOOT_REQUIRED = ("if [ -e /var/run/reboot-required ]; then echo present; cat /
                    "else echo absent; fi")
 # The kernel log since boot, kept to the lines the checks judge (and a note naming its source): journalctl, else dmesg.
 KERNEL_LOG_SIGNS = r"NVRM: Xid|NV_ERR_NO_MEMORY|mlx5_core.*Link down|Out of memory|oom-kill|invoked oom-killer"
-KERNEL_LOG = ("if journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -q .; then echo '-- source: journalctl -k -b --'; "
-              "journalctl -k -b -q --no-pager -o short-monotonic; elif dmesg >/dev/null 2>&1; then echo '-- source: dmesg --'; "
-              "dmesg; else echo '-- source: none --'; fi | grep -aE " + shlex.quote("^-- source|" + KERNEL_LOG_SIGNS) + " | tail -n 300")
+KERNEL_LOG = ("k() { grep -aE " + shlex.quote(KERNEL_LOG_SIGNS) + " | tail -n 300; }; "
+              "if journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -q .; then echo '-- source: journalctl -k -b --'; "
+              "journalctl -k -b -q --no-pager -o short-monotonic | k; elif dmesg >/dev/null 2>&1; then echo '-- source: dmesg --'; "
+              "dmesg | k; else echo '-- source: none --'; fi")
 RDMA_COUNTERS = ("for f in /sys/class/infiniband/*/ports/*/counters/link_downed /sys/class/infiniband/*/ports/*/counters/symbol_error "
                  "/sys/class/infiniband/*/ports/*/counters/port_rcv_errors; do [ -r \"$f\" ] && "
                  "printf '%s:%s\\n' \"$f\" \"$(cat \"$f\" 2>/dev/null)\"; done; true")
