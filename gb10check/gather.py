@@ -14,6 +14,7 @@ failed command, garbled output), never a failure of the cluster.
 import base64
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -55,8 +56,8 @@ UFW_LIVE = "iptables -S ufw-user-input"
 CMDLINE = "cat /proc/cmdline"
 BIOS_VERSION = "cat /sys/class/dmi/id/bios_version"
 BIOS_DATE = "cat /sys/class/dmi/id/bios_date"
+# dpkg's Status says `hold ok installed` for a held package: what `apt-mark showhold` lists, without its second of apt cache.
 DRIVER_PACKAGES = "dpkg-query -W -f='${Package} ${Status}\\n' 'nvidia-driver-*' 'libnvidia-compute-*'"
-APT_HOLDS = "apt-mark showhold"
 UNATTENDED_UPGRADES = "cat /etc/apt/apt.conf.d/50unattended-upgrades"
 REBOOT_REQUIRED = ("if [ -e /var/run/reboot-required ]; then echo present; cat /var/run/reboot-required.pkgs 2>/dev/null; "
                    "else echo absent; fi")
@@ -141,7 +142,7 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
             cat(compose_path), cat(env_path), model_listing(cluster), snapshot_file(cluster, "config.json"),
             snapshot_file(cluster, "model.safetensors.index.json"),
             *(mtu(l.netdev) for l in node.links), *(route_to(ip) for ip in peers),
-            CMDLINE, BIOS_VERSION, BIOS_DATE, DRIVER_PACKAGES, APT_HOLDS,
+            CMDLINE, BIOS_VERSION, BIOS_DATE, DRIVER_PACKAGES,
             UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS, NM_PROFILES, IBV_DEVINFO,
             disk_free([cluster.deploy.hf_cache, DOCKER_ROOT])]
     sudo = [UFW_STATUS, UFW_USER_RULES, UFW_CONF, UFW_LIVE, netplan_mode(cluster.expect.netplan_file), cat(cluster.expect.netplan_file),
@@ -261,10 +262,46 @@ class Fleet:
         """`command` on every node, one node at a time in rank order (so no node's figure is measured under another's
         load where nodes share a machine), once per run; each node's Output or its RemoteError."""
         with self._serial:
-            for n in self.cluster.by_rank():
-                with contextlib.suppress(RemoteError):
-                    self.once(n.name, command, timeout)
+            if all((n.name, command) in self._once for n in self.cluster.by_rank()):
+                return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
+            run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+            if run_id is None:
+                self._run_serially(command, timeout)
+            else:  # pytest-xdist: the first worker runs it on every node, the others read its outputs (one run, not one each)
+                key = hashlib.sha256(command.encode()).hexdigest()[:12]
+                shared = os.path.join(tempfile.gettempdir(), f"gb10check-{run_id}-{key}.json")
+                with exclusive(f"serial-{key}"):
+                    if os.path.exists(shared):
+                        with open(shared) as f:
+                            self._load_once(command, json.load(f))
+                    else:
+                        self._run_serially(command, timeout)
+                        with open(shared, "w") as f:
+                            json.dump(self._dump_once(command), f)
             return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
+
+    def _run_serially(self, command: str, timeout: float) -> None:
+        for n in self.cluster.by_rank():
+            with contextlib.suppress(RemoteError):
+                self.once(n.name, command, timeout)
+
+    def _dump_once(self, command: str) -> dict:
+        dumped = {}
+        for n in self.cluster.by_rank():
+            got = self._once[(n.name, command)]
+            dumped[n.name] = ({"error": type(got).__name__, "message": str(got)} if isinstance(got, RemoteError)
+                              else {"rc": got.rc, "stdout": got.stdout, "stderr": got.stderr})
+        return dumped
+
+    def _load_once(self, command: str, dumped: dict) -> None:
+        from . import remote
+
+        for name, got in dumped.items():
+            if "error" in got:
+                kind = getattr(remote, got["error"], RemoteError)
+                self._once[(name, command)] = kind(got["message"]).at(self.node(name), command)
+            else:
+                self._once[(name, command)] = Output(command, got["rc"], got["stdout"], got["stderr"])
 
 
 def result(node: RemoteNode, command: str, sudo: bool = False) -> Output:

@@ -67,3 +67,24 @@ def test_cpu_torch_multiplies_and_has_no_nccl(tmp_path):
     assert re.search(r"SKIPPED \[1\] tests/preflight/test_gpu.py:\d+: thinkstationpgx-30: torch 2.13.0\+cpu has no NCCL "
                      r"\(a CPU build\) in /var/cache/gb10check/vllm-venv/bin/python3: no NCCL library to identify", out), out
     assert re.search(r"matmul +thinkstationpgx-30 +\d+\.\d\d TFLOP/s \(float32 on cpu\)", out), out
+
+
+def test_under_xdist_the_compute_runs_once_for_all_workers(tmp_path, monkeypatch):
+    """Two workers' fleets in one xdist run: the first runs the command on every node, the second reads its outputs."""
+    from gb10check.gather import Fleet
+
+    data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
+    data["nodes"] = [dict(data["nodes"][0], connection="local")]
+    data["deploy"]["tensor_parallel_size"] = 1
+    data["ssh"].update(user=getpass.getuser())
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data))
+    cluster = load_cluster(path)
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"selftest{tmp_path.name}")
+    counter = tmp_path / "runs"
+    command = f"echo x >> {counter}; cat {counter} | wc -l"
+    first, second = Fleet(cluster), Fleet(cluster)
+    a = first.serially(command, 10)["thinkstationpgx-30"]
+    b = second.serially(command, 10)["thinkstationpgx-30"]
+    assert (a.rc, a.stdout.strip()) == (0, "1") and (b.rc, b.stdout) == (a.rc, a.stdout)
+    assert counter.read_text() == "x\n"  # ran once
