@@ -29,10 +29,9 @@ def driver_unheld(node) -> list[str] | None:
     if out.rc not in (0, 1) or (out.rc == 1 and "no packages found" not in out.stderr):
         return None  # no dpkg (not a Debian-based image), or dpkg-query failed
     packages = gather.parse_or_error("dpkg_query", out.stdout)[0] or []
-    holds = gather.result(node, gather.APT_HOLDS).stdout.split()
     conf = gather.result(node, gather.UNATTENDED_UPGRADES)
     blacklist = (gather.parse_or_error("unattended_upgrades", conf.stdout)[0] if conf.rc == 0 else None)
-    return platform.unheld_driver_packages(packages, holds, blacklist.blacklist if blacklist else [])
+    return platform.unheld_driver_packages(packages, [], blacklist.blacklist if blacklist else [])
 
 
 def facts_of(node) -> platform.Platform:
