@@ -132,6 +132,7 @@ class Expect(Strict):
     firewall: Firewall = Firewall()
     reachable_ports: list[int] = [29501, 20001, 18515]
     perftest_port: int = 18515
+    ib_write_bw_duration_s: int = Field(3, ge=1, le=60)  # -D of each ib_write_bw run (one link at a time)
     netplan_file: str = "/etc/netplan/40-cx7.yaml"
     max_clock_skew_s: float = 1.0
     memory_margin_gib: GiB = 5.0

@@ -192,11 +192,22 @@ def bed():
     control.down(quiet=True)
 
 
+SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_gpu_compute"}  # the checks marked slow (measurements)
+
+
+def marks_for(name: str) -> str:
+    """The healthy pair runs every check; a fault scenario runs the slow measurements only when it proves one of them
+    (the others cannot move a bandwidth or a TFLOP/s figure, and those runs cost most of a scenario's time)."""
+    proves = scenarios.SCENARIOS[name].proves
+    return "preflight or network" if name == "healthy" or any(p.split(":")[0] in SLOW for p in proves) \
+        else "(preflight or network) and not slow"
+
+
 def outcomes_under(name: str):
     path = control.up(2, quiet=True)
     if name != "healthy":
         scenarios.apply(name)
-    return run_suite(path, "-m", "preflight or network")
+    return run_suite(path, "-m", marks_for(name))
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
@@ -256,3 +267,19 @@ def test_nccl_absent_is_a_skip_with_its_reason(bed):
 def test_every_scenario_is_proven():
     serving = {s.name for s in scenarios.SCENARIOS.values() if any(step.serve is not None for step in s.steps)}
     assert set(EXPECTED) | {"different-usernames", "nccl-absent"} | serving == set(scenarios.SCENARIOS)  # serving: test_serving_on_sim
+
+
+def test_slow_checks_are_the_slow_marked_ones():
+    """SLOW above names exactly the checks marked slow, so marks_for() skips nothing a scenario proves."""
+    import ast
+    from pathlib import Path
+
+    marked = set()
+    for path in (Path(__file__).resolve().parent.parent / "tests").rglob("test_*.py"):
+        tree = ast.parse(path.read_text())
+        module_slow = "mark.slow" in path.read_text().split("def ", 1)[0]
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                if module_slow or any("slow" in ast.unparse(d) for d in node.decorator_list):
+                    marked.add(node.name)
+    assert marked == SLOW

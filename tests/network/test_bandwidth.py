@@ -10,25 +10,24 @@ from gb10check.verdict import report
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
-DURATION_S = 3
-
 
 def test_ib_write_bw(link_pair, cluster, measurements):
     lp, expect = link_pair, cluster.expect
+    duration = expect.ib_write_bw_duration_s
     # One port per link of the server node: the links of one pair can run at once under xdist.
     port = expect.perftest_port + [l.netdev for l in lp.b.links].index(lp.b_link.netdev)
     gid = expect.roce_gid_index
     log = f"/tmp/gb10check-ibw-{port}.log"
     with exclusive(f"perftest-{lp.b.name}-{port}"):  # under -n, never two servers on one node and port
-        lp.b.run(f"nohup timeout {DURATION_S + 60} ib_write_bw -d {lp.b_link.rdma_device} -x {gid} -p {port} -D {DURATION_S} -F "
+        lp.b.run(f"nohup timeout {duration + 60} ib_write_bw -d {lp.b_link.rdma_device} -x {gid} -p {port} -D {duration} -F "
                  f"--report_gbits > {log} 2>&1 &")
         try:
             for _ in range(30):  # the server prints its banner once it listens
                 if "Waiting for client" in lp.b.run(f"cat {log}").stdout:
                     break
                 time.sleep(0.1)
-            out = lp.a.run(f"ib_write_bw -d {lp.a_link.rdma_device} -x {gid} -p {port} -D {DURATION_S} -F --report_gbits "
-                           f"{lp.b_link.ip}", timeout=DURATION_S + 30)
+            out = lp.a.run(f"ib_write_bw -d {lp.a_link.rdma_device} -x {gid} -p {port} -D {duration} -F --report_gbits "
+                           f"{lp.b_link.ip}", timeout=duration + 30)
         finally:
             lp.b.run(f"pkill -f 'ib_write_bw .*-p {port} ' || true")  # the server is always cleaned up
     where = f"{lp.a.name}:{lp.a_link.rdma_device}->{lp.b.name}:{lp.b_link.rdma_device}"
