@@ -3,10 +3,11 @@
 Three remote steps, each on every node at once:
 1. listen: every node binds a listener on each of its link addresses for every required port (our own small
    program; it waits for a node-local lock first, so two runs on one cluster take turns instead of colliding);
-2. probe: every node, from each of its links, pings each peer address, runs `ssh PEER hostname` and connects
+2. probe: every node, from each of its links, pings each peer address (and once without fragmenting, filling the
+   link's MTU), runs `ssh PEER hostname` and connects
    to each required port, all in threads, and prints one JSON line of results;
 3. stop the listeners (named per run).
-Each `test_ping[...]`, `test_ssh_mesh[...]` and `test_port_open[...]` then judges its own result. The
+Each `test_ping[...]`, `test_path_mtu[...]`, `test_ssh_mesh[...]` and `test_port_open[...]` then judges its own result. The
 programs are ours; what comes back is read as JSON data, never executed.
 """
 
@@ -70,6 +71,12 @@ def one(job):
     kind = job["kind"]
     if kind == "ping":
         return run(["ping", "-c", "2", "-i", "0.2", "-W", "1", "-I", job["dev"], job["ip"]], 10)
+    if kind == "ping_df":  # one don't-fragment ping filling the link's MTU (the IPv4 and ICMP headers take 28 bytes)
+        try:
+            size = min(int(open("/sys/class/net/%s/mtu" % job["dev"]).read()), 65535) - 28
+        except (OSError, ValueError) as e:
+            return [2, "", "cannot read the MTU of %s: %s" % (job["dev"], e), 0]
+        return run(["ping", "-M", "do", "-s", str(size), "-c", "1", "-W", "1", "-I", job["dev"], job["ip"]], 10) + [size]
     if kind == "ssh":
         return run(["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=yes", job["ip"], "hostname"], 20)
     return connect(job["src"], job["ip"], job["port"])
@@ -82,6 +89,7 @@ with ThreadPoolExecutor(max_workers=32) as pool:
 class PathResult:
     ping: tuple[int, str, str] | None = None  # rc, stdout, stderr
     ssh: tuple[int, str, str] | None = None
+    ping_df: tuple[int, str, str, int] | None = None  # rc, stdout, stderr, ICMP payload bytes (the link's MTU - 28)
     ports: dict[int, tuple[int, str]] = field(default_factory=dict)  # port -> (0 or 1, why)
     error: RemoteError | None = None  # the source node could not run the probe
     listener_error: RemoteError | None = None  # the target node could not start its listener: no verdict on its ports
@@ -145,8 +153,9 @@ class Probes:
                 if a.name != name:
                     continue
                 key = _key(a.name, al.netdev, b.name, bl.netdev)
-                jobs += [{"kind": "ping", "dev": al.netdev, "ip": bl.ip}, {"kind": "ssh", "ip": bl.ip}]
-                keys += [(key, "ping"), (key, "ssh")]
+                jobs += [{"kind": "ping", "dev": al.netdev, "ip": bl.ip}, {"kind": "ssh", "ip": bl.ip},
+                         {"kind": "ping_df", "dev": al.netdev, "ip": bl.ip}]
+                keys += [(key, "ping"), (key, "ssh"), (key, "ping_df")]
                 for port in ports:
                     jobs.append({"kind": "port", "src": al.ip, "ip": bl.ip, "port": port})
                     keys.append((key, port))
@@ -186,6 +195,8 @@ class Probes:
                     results[key].ping = tuple(value)
                 elif what == "ssh":
                     results[key].ssh = tuple(value)
+                elif what == "ping_df":
+                    results[key].ping_df = tuple(value)
                 else:
                     results[key].ports[what] = tuple(value)
         return results

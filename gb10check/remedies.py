@@ -90,6 +90,7 @@ class Code(str, Enum):
     ROCE_MTU = "roce-mtu"
     DISK_FULL = "disk-full"
     DISK_LOW = "disk-low"
+    PATH_MTU = "path-mtu"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
     UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
@@ -233,6 +234,9 @@ REMEDIES: dict[Code, str] = {
     Code.DISK_LOW: "free space on {mount} of {node} (docker image prune -a, huggingface-cli delete-cache): {need} with the "
                    "margin for logs and the vLLM, flashinfer and Triton caches; a nearly full disk also loads slower (seed: "
                    "850 s against 300 s on the other node)",
+    Code.PATH_MTU: "set one MTU on both ends of the link ({node} {netdev} and {peer}) and on any switch port between "
+                   "them, in netplan (9000 or 4200 everywhere, or 1500 everywhere): a jumbo MTU on one end only drops every "
+                   "full-sized frame while pings pass (dgx-spark-playbooks PR 103)",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",

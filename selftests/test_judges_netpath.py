@@ -81,3 +81,33 @@ def test_roce_mtu_against_the_netdev_mtu():
     assert "saw RoCE active_mtu 1024 with enp1s0f1np1 MTU 9000; expected active_mtu 4096" in f.text
     assert netpath.judge_roce_mtu("spark", LINK, 1500, 1024) == []
     assert [netpath.roce_mtu_for(m) for m in (1500, 2200, 4191, 4192, 9000)] == [1024, 2048, 2048, 4096, 4096]
+
+
+# ping -M do -s 8972 -c 1 -W 1 -I enp1s0f0np0 PEER, from a 9000-MTU end to a 1500-MTU one: the frame is dropped.
+DF_LOST = """PING 169.254.94.252 (169.254.94.252) from 169.254.159.206 enp1s0f0np0: 8972(9000) bytes of data.
+
+--- 169.254.94.252 ping statistics ---
+1 packets transmitted, 0 received, 100% packet loss, time 0ms
+
+"""
+DF_OK = """PING 169.254.159.206 (169.254.159.206) from 169.254.94.252 enp1s0f0np0: 1472(1500) bytes of data.
+1480 bytes from 169.254.159.206: icmp_seq=1 ttl=64 time=0.061 ms
+
+--- 169.254.159.206 ping statistics ---
+1 packets transmitted, 1 received, 0% packet loss, time 0ms
+rtt min/avg/max/mdev = 0.061/0.061/0.061/0.000 ms
+"""
+
+
+def test_path_mtu_larger_on_one_end_fails():
+    a = Link(netdev="enp1s0f0np0", rdma_device="rocep1s0f0", address="169.254.94.252/16")
+    b = Link(netdev="enp1s0f0np0", rdma_device="rocep1s0f0", address="169.254.159.206/16")
+    [f] = netpath.judge_path_mtu("pgx-32", b, "pgx-30", a, 1, DF_LOST, "", 8972)
+    assert codes([f]) == [(Code.PATH_MTU, "pgx-32:enp1s0f0np0->pgx-30:enp1s0f0np0", False)]
+    assert f.text == (
+        "[path-mtu] pgx-32:enp1s0f0np0->pgx-30:enp1s0f0np0: saw no reply to a 8972-byte don't-fragment ping to 169.254.94.252 "
+        "(MTU 9000 less 28 bytes of headers; 1 packets transmitted, 0 received, 100% packet loss, time 0ms); expected replies "
+        "at enp1s0f0np0's MTU, as to a small ping\n  fix: set one MTU on both ends of the link (pgx-32 enp1s0f0np0 and "
+        "pgx-30 enp1s0f0np0) and on any switch port between them, in netplan (9000 or 4200 everywhere, or 1500 everywhere): "
+        "a jumbo MTU on one end only drops every full-sized frame while pings pass (dgx-spark-playbooks PR 103)")
+    assert netpath.judge_path_mtu("pgx-30", a, "pgx-32", b, 0, DF_OK, "", 1472) == []

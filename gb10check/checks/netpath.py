@@ -43,3 +43,15 @@ def judge_roce_mtu(node: str, link: Link, netdev_mtu: int, active_mtu: int | Non
                     f"{netdev_mtu}", f"active_mtu {expected} (the largest IB MTU that fits in MTU {netdev_mtu} beside "
                     f"{ROCE_HEADERS} bytes of RoCE headers)", warning=True, netdev=link.netdev, device=link.rdma_device,
                     netdev_mtu=netdev_mtu)]
+
+
+def judge_path_mtu(src: str, src_link: Link, dst: str, dst_link: Link, rc: int, stdout: str, stderr: str, size: int) -> list[Finding]:
+    """One don't-fragment ping filling the link's MTU reaches the peer: a larger MTU on this end than on the other (or on
+    a switch port between) drops every full-sized frame while small pings pass."""
+    if rc == 0:
+        return []
+    said = (stdout.strip().splitlines() or [""])[-1] or stderr.strip() or f"exit {rc}"
+    return [Finding(Code.PATH_MTU, f"{src}:{src_link.netdev}->{dst}:{dst_link.netdev}",
+                    f"no reply to a {size}-byte don't-fragment ping to {dst_link.ip} (MTU {size + 28} less 28 bytes of headers; "
+                    f"{said})", f"replies at {src_link.netdev}'s MTU, as to a small ping", node=src, netdev=src_link.netdev,
+                    peer=f"{dst} {dst_link.netdev}")]

@@ -153,7 +153,7 @@ SCENARIOS = {s.name: s for s in [
              proves=("test_gpu_name:gpu-name",)),
     Scenario("mtu-mismatch", "rank 1: enp1s0f0np0 has MTU 9000, its peer 1500",
              (Step(1, shell="ip link set enp1s0f0np0 mtu 9000"),),
-             proves=("test_mtu_equal:mtu-mismatch",)),
+             proves=("test_mtu_equal:mtu-mismatch", "test_path_mtu:path-mtu")),
     Scenario("roce-mtu-stuck", "enp1s0f0np0 at MTU 9000 on every node, rank 1's RDMA port still at active_mtu 1024 (a warning)",
              (Step(-1, shell="ip link set enp1s0f0np0 mtu 9000"), Step(1, state=_links(enp1s0f0np0={"roce_active_mtu": 1024}))),
              proves=("test_roce_mtu:roce-mtu",)),

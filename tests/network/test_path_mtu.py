@@ -1,0 +1,16 @@
+"""The path MTU of each link, each way: a don't-fragment ping filling the source's MTU reaches the peer (probed once
+per run with the other reachability probes, gb10check/probes.py)."""
+
+import pytest
+
+from gb10check.checks import netpath
+from gb10check.verdict import report
+
+pytestmark = pytest.mark.network
+
+
+def test_path_mtu(path):
+    res = path.src.fleet.probes().result(path.src.name, path.src_link.netdev, path.dst.name, path.dst_link.netdev)
+    if res.ping is not None and res.ping[0] != 0:
+        pytest.skip(f"{path.src.name}: {path.dst_link.ip} answers no ping at all over {path.src_link.netdev} (see test_ping)")
+    report(netpath.judge_path_mtu(path.src.name, path.src_link, path.dst.name, path.dst_link, *res.ping_df))
