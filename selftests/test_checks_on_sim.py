@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from gb10check.remedies import Code
 from gb10check.sim import control, scenarios
 
 from .simbed import require_sim, run_suite
@@ -145,7 +146,15 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "mtu-mismatch": {
         f"{NW}/test_addressing.py::test_mtu_equal[{pair(L0)}]": rf"\[mtu-mismatch\] {A}:{L0}: saw {A}:{L0} MTU 1500, {B}:{L0} MTU 9000",
+        f"{NW}/test_path_mtu.py::test_path_mtu[{path(B, A, L0)}]":
+            rf"\[path-mtu\] {B}:{L0}->{A}:{L0}: saw no reply to a 8972-byte don't-fragment ping to 169\.254\.94\.252 \(MTU 9000 "
+            r"less 28 bytes of headers",
     },
+    "firmware-differs": {
+        f"{PF}/test_platform.py::test_versions_same_as_head[{B}]":
+            rf"\[version-differs\] {B}: saw ConnectX firmware of {L0} '28\.44\.1036'; expected '28\.45\.4028' as on {A}",
+    },
+    # Warnings (degraded but usable) are proven by test_warning_scenarios below.
     "default-route-qsfp": {
         f"{NW}/test_addressing.py::test_no_default_route_on_qsfp[{B}]": rf"\[default-route-qsfp\] {B}: saw default via 169\.254\.94\.252 "
                                                                        rf"dev {L0}",
@@ -210,9 +219,13 @@ def outcomes_under(name: str):
     return run_suite(path, "-m", marks_for(name))
 
 
+CODE = re.compile(r"\[([a-z0-9-]+)\] ")
+
+
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_scenario_fails_exactly_its_checks(bed, name):
-    results = outcomes_under(name).results
+    run = outcomes_under(name)
+    results = run.results
     failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
     assert set(failed) == set(EXPECTED[name]), "\n".join(sorted(set(failed) ^ set(EXPECTED[name])))
     for test_id, pattern in EXPECTED[name].items():
@@ -222,6 +235,14 @@ def test_scenario_fails_exactly_its_checks(bed, name):
     # A fault is a failure, never "could not check": a stand-in or a real tool whose output we misread would show here.
     unchecked = {k: v.message for k, v in results.items() if v.outcome == "not checked"}
     assert not unchecked, unchecked
+    # What the scenario declares it proves (test:code) is what happened: its failures, and its warnings in the summary.
+    codes = {c.value for c in Code}
+    proven = {f"{k.split('::')[1].split('[')[0]}:{c}" for k, v in results.items() if v.outcome == "failed"
+              for c in CODE.findall(v.message) if c in codes}
+    declared = set(scenarios.SCENARIOS[name].proves)
+    assert proven <= declared, f"{name} fails with codes it does not declare: {sorted(proven - declared)}"
+    warned = set(re.findall(r"Degraded: \[([a-z0-9-]+)\]", run.stdout))
+    assert {p for p in declared - proven if p.split(":")[1] not in warned} == set(), f"{name}: declared but not seen"
 
 
 def test_different_usernames_fails_that_node_and_only_it(bed):
@@ -266,7 +287,7 @@ def test_nccl_absent_is_a_skip_with_its_reason(bed):
 
 def test_every_scenario_is_proven():
     serving = {s.name for s in scenarios.SCENARIOS.values() if any(step.serve is not None for step in s.steps)}
-    assert set(EXPECTED) | {"different-usernames", "nccl-absent"} | serving == set(scenarios.SCENARIOS)  # serving: test_serving_on_sim
+    assert set(EXPECTED) | set(WARNINGS) | {"different-usernames", "nccl-absent"} | serving == set(scenarios.SCENARIOS)  # serving: test_serving_on_sim
 
 
 def test_slow_checks_are_the_slow_marked_ones():
@@ -283,3 +304,35 @@ def test_slow_checks_are_the_slow_marked_ones():
                 if module_slow or any("slow" in ast.unparse(d) for d in node.decorator_list):
                     marked.add(node.name)
     assert marked == SLOW
+
+
+WARNINGS = {  # scenario -> (check that must pass, the warning it prints)
+    "roce-mtu-stuck": [(f"{NW}/test_netpath.py::test_roce_mtu[{B}:{L0}]",
+                        f"Degraded: [roce-mtu] {B}:rocep1s0f0: saw RoCE active_mtu 1024 with enp1s0f0np0 MTU 9000; "
+                        "expected active_mtu 4096")],
+    "bios-before-april-2026": [(f"{PF}/test_platform.py::test_advisories[{n}]",
+                                f"Degraded: [known-bad-version] {n}: saw BIOS 5.36_0ACUM009 dated 01/20/2026 [bios-cx7-gen5-x2:")
+                               for n in (A, B)],
+    "rdma-port-errors": [(f"{NW}/test_rdma_counters.py::test_rdma_error_counters[{B}]",
+                          f"Degraded: [rdma-error-counters] {B}:rocep1s0f0: saw port 1: link_downed 1, symbol_error 12; "
+                          "expected 0 link_downed, symbol_error and port_rcv_errors since boot")],
+    "reboot-pending": [(f"{PF}/test_platform.py::test_reboot_required[{B}]",
+                        f"Degraded: [reboot-required] {B}: saw /var/run/reboot-required (for linux-image-6.17.0-1014-nvidia, "
+                        "nvidia-dkms-580-open); expected no reboot pending")],
+    "driver-unheld": [(f"{PF}/test_platform.py::test_driver_packages_held[{B}]",
+                       f"Degraded: [driver-not-held] {B}: saw nvidia-driver-580-open neither held nor in unattended-upgrades' "
+                       "Package-Blacklist"), (f"{PF}/test_platform.py::test_driver_packages_held[{B}]",
+                                              f"fix: on {B}: sudo apt-mark hold nvidia-driver-580-open")],
+}
+
+
+@pytest.mark.parametrize("name", list(WARNINGS))
+def test_warning_scenarios(bed, name):
+    run = outcomes_under(name)
+    bad = {k: v.outcome for k, v in run.results.items() if v.outcome in ("failed", "error", "not checked")}
+    assert bad == {}, bad  # degraded but usable: nothing fails
+    warned = set(re.findall(r"Degraded: \[([a-z0-9-]+)\]", run.stdout))
+    assert {p.split(":")[1] for p in scenarios.SCENARIOS[name].proves} <= warned, warned
+    for test_id, text in WARNINGS[name]:
+        assert run.results[test_id].outcome == "passed", (test_id, run.results[test_id])
+        assert text in run.stdout, f"{name}: {text!r} not in the run's output"
