@@ -207,8 +207,9 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
                 rec.stages["watchdog_reaction_s"] = round(time.monotonic() - t_cross, 2)
                 mark("failed")
                 raise DeployFailed(rec.reason)
+        logs = {}
         for n in order:
-            log = read_log(launcher.log(n))
+            log = logs[n] = read_log(launcher.log(n))
             for m in log.milestones[seen[n]:]:
                 rec.milestones.setdefault(n, {})[m.name] = round(time.monotonic() - t0, 1)
                 say(f"  {time.monotonic() - t0:6.1f} s  {n}: {m.name}")
@@ -220,7 +221,7 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
                 known = "".join(f"\ncause: {e.hint} ({LOG_PREFIX.sub('', e.text.strip())[:200]})" for e in log.errors[:2])
                 fail(f"{n} (rank {cluster.node(n).rank}) exited with code {code} during startup{known}\nlast log lines:\n{tail}",
                      kill=False)
-        if read_log(launcher.log(order[0])).startup_complete:
+        if logs[order[0]].startup_complete:  # the log just recorded, not a newer read: its milestones are all in rec
             try:
                 with urllib.request.urlopen(url, timeout=3) as r:
                     if r.status == 200:
