@@ -39,7 +39,7 @@ def main() -> int:
     api = Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None)
     runs = []
     for _ in range(args.runs):
-        reply, timed = measure_decode(api, cluster.deploy.served_model_name)
+        reply, timed = measure_decode(api, cluster.deploy.served_model_name, cluster.serving.decode_max_tokens)
         if problems := judge_decode_run(cluster.head.name, reply, timed, cluster.deploy.served_model_name):
             print("\n".join(p.text for p in problems), file=sys.stderr)
             return 1

@@ -197,6 +197,7 @@ class Serving(Strict):
     basic_prompt: str = "Answer in one sentence: what is the factorial of 3?"
     basic_expect: str = "6"
     repetitions: int = Field(3, ge=1)
+    decode_max_tokens: int = Field(400, ge=16)  # tokens each throughput run asks for (the seed counted to 80: ~400)
 
 
 class Cluster(Strict):

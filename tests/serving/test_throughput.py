@@ -1,7 +1,7 @@
 """Decode speed, defined: server-reported completion tokens after the first, over (last token - first token).
 
 The seed's request (count from 1 to 80, temperature 0, thinking off), streamed through the `openai`
-client, repeated serving.repetitions times; the median is compared with serving.min_decode_tok_s.
+client, repeated serving.repetitions times, serving.decode_max_tokens each; the median is compared with serving.min_decode_tok_s.
 End-to-end tok/s (completion tokens over the whole request) and the time to first token are reported
 beside it.
 """
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.serving
 def test_decode_throughput(served, cluster, measurements):
     where, runs = cluster.head.name, []
     for i in range(cluster.serving.repetitions):
-        reply, timed = measure_decode(served, cluster.deploy.served_model_name)
+        reply, timed = measure_decode(served, cluster.deploy.served_model_name, cluster.serving.decode_max_tokens)
         report(serving.judge_decode_run(where, reply, timed, cluster.deploy.served_model_name))
         runs.append(timed)
         measurements("decode_tok_s", f"{where} run {i + 1}", timed.decode_tok_s, "tok/s")
