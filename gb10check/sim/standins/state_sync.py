@@ -98,9 +98,24 @@ def write_meminfo(s: dict) -> None:
     cached = min(values.get("Cached", 0) + s.get("extra_cached_kb", 0), available)
     ours = {"MemTotal": total, "MemFree": max(0, available - cached), "MemAvailable": available, "Cached": cached,
             "SwapCached": 0, "SwapTotal": 0, "SwapFree": 0}
-    text = "\n".join(meminfo_line(k, ours.get(k, v), unit) for k, v, unit in host)
-    with open("/proc/meminfo", "w") as f:  # in place: the file is bind-mounted over /proc/meminfo
-        f.write(text + "\n")
+    text = "\n".join(meminfo_line(k, ours.get(k, v), unit) for k, v, unit in host) + "\n"
+    global _meminfo_written
+    now = time.monotonic()
+    if _meminfo_written[0] == tuple(ours.items()) and now - _meminfo_written[1] < 10:
+        return  # the GB10 figures did not move: leave the host's other lines as they were, readers see no rewrite
+    # In place (the file is bind-mounted over /proc/meminfo), in one write and then cut to length: never an empty
+    # file between a truncation and the write, which a concurrent `cat /proc/meminfo` would read as garbled.
+    data = text.encode()
+    fd = os.open("/proc/meminfo", os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+    _meminfo_written = (tuple(ours.items()), now)
+
+
+_meminfo_written: tuple = ((), 0.0)
 
 
 def refresh_loop(args: list[str]) -> int:
