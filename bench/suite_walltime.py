@@ -2,7 +2,7 @@
 """Wall time of `pytest -m "(preflight or network) and not slow"` on 2 and 8 simulated nodes, serial and with
 workers, for a baseline revision and for this tree, side by side in one run, with this tree's phases.
 
-`sudo .venv/bin/python bench/suite_walltime.py [--baseline REV] [--workers 4]`. The baseline is checked out into a
+`sudo .venv/bin/python bench/suite_walltime.py [--baseline REV] [--workers 4]` (`--workers 0`: serial only). The baseline is checked out into a
 temporary git worktree and run against the same simulated cluster. Phases (serial runs of this tree): gather = every
 node's shared facts, probes = ping/SSH/ports of every path, judging and the rest = wall minus both (pytest start-up,
 collection and the checks that stay live: clock, compose dry run).
@@ -45,7 +45,7 @@ def main() -> None:
     try:
         for nodes in (2, 8):
             cluster = control.up(nodes, quiet=True)
-            for workers in (0, args.workers):
+            for workers in (0, args.workers) if args.workers else (0,):  # --workers 0: serial runs only
                 before, _, _ = run(base, cluster, workers)
                 now, summary, phases = run(REPO, cluster, workers)
                 split = (f"{phases.get('gather', 0):8.2f}  {phases.get('probes', 0):8.2f}  "
