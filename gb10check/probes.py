@@ -80,8 +80,11 @@ def one(job):
     if kind == "ssh":
         return run(["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=yes", job["ip"], "hostname"], 20)
     return connect(job["src"], job["ip"], job["port"])
-with ThreadPoolExecutor(max_workers=32) as pool:
-    print(json.dumps(list(pool.map(one, jobs))))
+# SSH hops one at a time from each node: sshd drops new sessions beyond MaxStartups (10 by default), and on eight nodes
+# every peer opening all its hops at once would reach that on each target. Pings and port probes all at once.
+with ThreadPoolExecutor(max_workers=32) as pool, ThreadPoolExecutor(max_workers=1) as hops:
+    futures = [(hops if job["kind"] == "ssh" else pool).submit(one, job) for job in jobs]
+    print(json.dumps([f.result() for f in futures]))
 '''
 
 
