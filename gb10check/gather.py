@@ -150,6 +150,15 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
     return {False: user, True: sudo}
 
 
+def optional_facts(cluster: Cluster, wanted: set[str]) -> dict[str, float]:
+    """Longer commands gathered with the facts only when a selected test needs them (command -> its timeout): a container
+    started on every node at once while the rest is gathered, instead of one node after another when the test runs."""
+    out = {}
+    if "test_image_nccl" in wanted:
+        out[program(cluster, "nccl", gpus=False)[0]] = nccl_timeout(cluster)
+    return out
+
+
 @dataclass(frozen=True)
 class Output:
     command: str
@@ -161,11 +170,13 @@ class Output:
 TIMED_OUT = 124  # timeout(1)'s exit status
 
 
-def batch_script(commands: list[str], timeout_s: float) -> str:
-    """One shell script that starts every command at once, each bounded, and prints `index rc base64(stdout) base64(stderr)`."""
-    t = max(1, round(timeout_s))
+def batch_script(commands: list[str], timeout_s: float, longer: dict[str, float] | None = None) -> str:
+    """One shell script that starts every command at once, each bounded (by `timeout_s`, or its own in `longer`), and prints
+    `index rc base64(stdout) base64(stderr)`."""
+    longer = longer or {}
+    t = {c: max(1, round(longer.get(c, timeout_s))) for c in commands}
     lines = ['d=$(mktemp -d) || exit 1']
-    lines += [f'( timeout -k 2 {t} sh -c {shlex.quote(c)} >"$d/{i}.o" 2>"$d/{i}.e" </dev/null; echo $? >"$d/{i}.rc" ) &'
+    lines += [f'( timeout -k 2 {t[c]} sh -c {shlex.quote(c)} >"$d/{i}.o" 2>"$d/{i}.e" </dev/null; echo $? >"$d/{i}.rc" ) &'
               for i, c in enumerate(commands)]
     lines += ["wait", f'for i in $(seq 0 {len(commands) - 1}); do printf \'%s %s %s %s\\n\' "$i" "$(cat "$d/$i.rc")" '
                       '"$(base64 -w0 <"$d/$i.o")" "$(base64 -w0 <"$d/$i.e")"; done', 'rm -rf "$d"']
@@ -200,6 +211,7 @@ class Fleet:
         self._once: dict[tuple[str, str], Output | RemoteError] = {}
         self._serial = threading.Lock()  # long programs (the compute canary): one node at a time, in rank order
         self.timing: dict[str, float] = {}  # phase -> wall seconds (gather, probes), for the run's summary and the bench
+        self.wanted: set[str] = set()  # the run's selected tests (function names): which optional facts to gather too
 
     def probes(self):
         """The run's reachability probes (ping, SSH mesh, ports), measured once when first asked."""
@@ -219,10 +231,14 @@ class Fleet:
     def _gather_node(self, node: RemoteNode) -> dict[tuple[str, bool], Output] | RemoteError:
         found: dict[tuple[str, bool], Output] = {}
         try:
+            longer = optional_facts(self.cluster, self.wanted)
             for sudo, commands in node_fact_commands(self.cluster, node.spec).items():
-                # Each command is bounded by the command timeout (then killed 2 s later); the batch gets room for that.
+                if not sudo:
+                    commands = commands + list(longer)
+                # Each command is bounded by its timeout (then killed 2 s later); the batch gets room for the longest.
                 timeout = self.cluster.ssh.command_timeout_s
-                out = node.run(batch_script(commands, timeout), timeout=timeout + 10, sudo=sudo)
+                longest = max([timeout, *longer.values()]) if not sudo else timeout
+                out = node.run(batch_script(commands, timeout, longer), timeout=longest + 10, sudo=sudo)
                 got = read_batch(commands, out.stdout)
                 for c in commands:  # sudo refused, or the batch died: every command answers as the batch did
                     found[(c, sudo)] = got.get(c) or Output(c, out.rc or 1, "", out.stderr)
@@ -505,4 +521,9 @@ def nccl_identity(node: RemoteNode) -> dict:
     """The NCCL torch in the image loads on this node (gb10check/canary/nccl.py's JSON line), once per run."""
     cluster = node.fleet.cluster
     command, shown = program(cluster, "nccl", gpus=False)
-    return _program_json(node, node.fleet.once(node.name, command, max(cluster.ssh.command_timeout_s, 120)), shown)
+    cached = node.fleet.facts(node.name).get((command, False))  # gathered with the facts when the run selected the test
+    return _program_json(node, cached or node.fleet.once(node.name, command, nccl_timeout(cluster)), shown)
+
+
+def nccl_timeout(cluster: Cluster) -> float:
+    return max(cluster.ssh.command_timeout_s, 120)

@@ -185,6 +185,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The runner's own set-up (known_hosts, key) fails every check of every node: say it once, before any test.
     if CLUSTER_KEY in config.stash and not config.option.collectonly and any(stage_of(i.keywords) for i in session.items):
         cluster = config.stash[CLUSTER_KEY]
+        config.stash[FLEET_KEY].wanted = {getattr(i, "originalname", i.name) for i in session.items}
         problems = runner_problems(cluster.ssh, over_ssh=any(n.connection == "ssh" for n in cluster.nodes))
         if problems:
             raise pytest.UsageError("runner set-up: " + "; ".join(problems))

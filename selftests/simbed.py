@@ -59,7 +59,8 @@ class SuiteRun:
 def run_suite(cluster: Path, *args: str, timeout: int = 300) -> SuiteRun:
     """pytest on tests/ against the cluster, as a user runs it; outcome and message per test id."""
     report = cluster.parent / "selftest-junit.xml"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--cluster={cluster}",
+    # Without the self-tests' hypothesis plugin (a second of start-up each time; users do not have it).
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", f"--cluster={cluster}",
                            f"--junitxml={report}", "-o", "junit_family=xunit1", *args],
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
     if proc.returncode not in (0, 1):

@@ -9,13 +9,14 @@ beside it.
 import pytest
 
 from gb10check.checks import serving
-from gb10check.serving import measure_decode, medians
 from gb10check.verdict import report
 
 pytestmark = pytest.mark.serving
 
 
 def test_decode_throughput(served, cluster, measurements):
+    from gb10check.serving import measure_decode, medians  # with the openai client: only when a serving check runs
+
     where, runs = cluster.head.name, []
     for i in range(cluster.serving.repetitions):
         reply, timed = measure_decode(served, cluster.deploy.served_model_name, cluster.serving.decode_max_tokens)
