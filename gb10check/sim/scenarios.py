@@ -187,8 +187,9 @@ SCENARIOS = {s.name: s for s in [
     Scenario("server-not-started", "the head's vLLM is not running (never started, or it died)",
              (Step(0, serve={"stopped": True}),),
              proves=("test_health:api-down",)),
-    Scenario("wrong-served-name", "the head serves the model as 'smollm2' instead of the configured 'smollm2-135m'",
-             (Step(0, serve={"set": {"--served-model-name": "smollm2"}}),),
+    Scenario("wrong-served-name", "the head serves the model as 'smollm2-135m'; the cluster file names it 'smollm2-chat' "
+             "(the name clients ask for is not the one the server registered)",
+             (Step(0, cluster={"deploy": {"served_model_name": "smollm2-chat"}}, serve={"set": {"--served-model-name": "smollm2-135m"}}),),
              proves=("test_model_registered:model-not-served",)),
     Scenario("reasoning-parser-off", "the head's vLLM started without --reasoning-parser",
              (Step(0, serve={"drop": ["--reasoning-parser"]}),),
@@ -233,9 +234,9 @@ def apply(name: str) -> None:
             if step.shell:
                 control.node_exec(node, step.shell)
         if step.serve is not None:
-            from .serve import start
+            from .serve import ensure
 
-            start(step.serve)
+            ensure(step.serve)
     for node in names:
         control.refresh(node)
     record = control.state_dir() / "sim.json"

@@ -161,6 +161,52 @@ def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: N
     return rec
 
 
+def ensure(options: dict | None = None, timeout_s: float = 300, say=lambda msg: None) -> dict:
+    """The server with `options`, restarted only when that changes what runs (its command line, its key): a CPU quota
+    is put on or taken off the running server (a throttled machine is the same server, slower), and a serving server
+    with the same command line is kept (a start is about a minute on this machine)."""
+    options = dict(options or {})
+    try:
+        rec = json.loads(record_path().read_text())
+    except (OSError, ValueError):
+        rec = {}
+    cluster = load_cluster(control.state_dir() / "cluster.yaml")
+    same = (not options.get("stopped") and rec.get("argv") == argv_for(cluster, options)[1:]
+            and bool(rec.get("options", {}).get("api_key")) == bool(options.get("api_key")))
+    pgid = rec.get("pgid")
+    if not same or not pgid or not _alive(pgid) or "ready_s" not in rec or not _answers(rec):
+        return start(options, timeout_s=timeout_s, say=say)
+    if options.get("cpu_quota"):
+        throttle(pgid, options["cpu_quota"])
+        say(f"vLLM on {rec['node']} capped at {options['cpu_quota']:g} of a core")
+    else:
+        unthrottle()
+    rec["options"] = options
+    record_path().write_text(json.dumps(rec))
+    return rec
+
+
+def _answers(rec: dict) -> bool:
+    cluster = load_cluster(control.state_dir() / "cluster.yaml")
+    try:
+        with urllib.request.urlopen(f"http://{cluster.head.address}:{cluster.deploy.api_port}/health", timeout=5) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def unthrottle() -> None:
+    """Take the CPU quota off: every process back in the root cpu cgroup, the server's cgroup removed."""
+    if not CGROUP.exists():
+        return
+    for pid in (CGROUP / "cgroup.procs").read_text().split():
+        try:
+            (CGROUP.parent / "cgroup.procs").write_text(pid)
+        except OSError:
+            pass  # it exited meanwhile
+    remove_cgroup()
+
+
 def throttle(pgid: int, cores: float) -> None:
     """Cap a running server's process group with a cgroup CPU quota (after start-up, so loading is not slowed)."""
     CGROUP.mkdir(exist_ok=True)
