@@ -143,6 +143,10 @@ class Expect(Strict):
     min_sm_clock_mhz: float = Field(1200.0, ge=0)
     max_compute_spread: float = Field(0.15, ge=0, lt=1)  # a node slower than the fastest by more than this fails
     compute_seconds: float = Field(10.0, gt=0, le=300)  # how long the timing program multiplies on each node
+    # The PCIe link each ConnectX-7 function must negotiate (lspci LnkSta): a GB10 wires each controller Gen5 x4;
+    # null: only what the function itself says it can do (LnkCap). A BIOS before April 2026 trains the second at x2.
+    pcie_speed_gts: float | None = Field(32.0, gt=0)
+    pcie_width: int | None = Field(4, ge=1, le=32)
 
 
 class Watchdog(Strict):

@@ -76,6 +76,8 @@ NM_PROFILES = ("if ! command -v nmcli >/dev/null 2>&1; then echo '-- nmcli: abse
                "echo \"device:$dev\"; nmcli -t -f connection.id,connection.type,connection.interface-name,ipv4.method "
                "connection show \"$uuid\"; done; fi")
 IBV_DEVINFO = "ibv_devinfo"
+# Every Mellanox PCI function with its capability blocks (LnkCap / LnkSta need root); -D: the domain always shown.
+LSPCI = "lspci -D -nn -vv -d 15b3:"
 DOCKER_PS = f"docker ps --format '{facts.docker.PS_FORMAT}'"
 DOCKER_STATS = f"docker stats --no-stream --format '{facts.docker.STATS_FORMAT}'"
 
@@ -146,7 +148,7 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
             UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS, NM_PROFILES, IBV_DEVINFO,
             disk_free([cluster.deploy.hf_cache, DOCKER_ROOT])]
     sudo = [UFW_STATUS, UFW_USER_RULES, UFW_CONF, UFW_LIVE, netplan_mode(cluster.expect.netplan_file), cat(cluster.expect.netplan_file),
-            *(ethtool(l.netdev) for l in node.links), *(ethtool_info(l.netdev) for l in node.links), KERNEL_LOG]
+            *(ethtool(l.netdev) for l in node.links), *(ethtool_info(l.netdev) for l in node.links), KERNEL_LOG, LSPCI]
     return {False: user, True: sudo}
 
 

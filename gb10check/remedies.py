@@ -91,6 +91,7 @@ class Code(str, Enum):
     DISK_FULL = "disk-full"
     DISK_LOW = "disk-low"
     PATH_MTU = "path-mtu"
+    PCIE_DEGRADED = "pcie-degraded"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
     UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
@@ -237,6 +238,11 @@ REMEDIES: dict[Code, str] = {
     Code.PATH_MTU: "set one MTU on both ends of the link ({node} {netdev} and {peer}) and on any switch port between "
                    "them, in netplan (9000 or 4200 everywhere, or 1500 everywhere): a jumbo MTU on one end only drops every "
                    "full-sized frame while pings pass (dgx-spark-playbooks PR 103)",
+    Code.PCIE_DEGRADED: "update the BIOS of {node} (sudo fwupdmgr refresh && sudo fwupdmgr update, or the vendor's BIOS "
+                        "package: GB10 BIOS releases before April 2026 train the second ConnectX-7 controller at Gen5 x2), power "
+                        "it off and on, then read `sudo lspci -vv -s {function}` again (LnkSta should say {want}); if it "
+                        "still trains low on a current BIOS, ask the vendor (the controller's upstream port may have fewer lanes "
+                        "wired) and expect that port's RDMA bandwidth to halve (source: {source})",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",

@@ -181,6 +181,12 @@ EXPECTED: dict[str, dict[str, str]] = {
         f"{PF}/test_compose.py::test_compose_lint[{n}]": r"\[compose-no-memory-limit\] .*saw no memory limit; expected a limit between "
                                                         r"the GPU budget 95 GiB and 119 GiB" for n in (A, B)
     },
+    "pcie-gen5-x2": {
+        f"{PF}/test_platform.py::test_pcie_link[{B}]":
+            rf"\[pcie-degraded\] {B}:0002:01:00\.0: saw 0002:01:00\.0 \({L1}\) Mellanox Technologies MT2910 Family \[ConnectX-7\]: LnkSta 32GT/s x2 "
+            r"\(downgraded\), LnkCap 32GT/s x4 \(width below\); expected LnkSta Speed 32GT/s, Width x4 .*\n  fix: update the BIOS "
+            rf"of {B}.*\n\[pcie-degraded\] {B}:0002:01:00\.1: saw 0002:01:00\.1 Mellanox Technologies MT2910",
+    },
     "same-subnet": {
         **{f"{NW}/test_addressing.py::test_links_on_distinct_subnets[{n}]": r"\[same-subnet\] .*overlap" for n in (A, B)},
         **{f"{NW}/test_addressing.py::test_link_address[{n}:{L1}]": r"\[address-missing\] .*expected 192\.168\.101\.1\d/24"

@@ -112,6 +112,7 @@ VISIBLE = {
     "roce-mtu-stuck": (1, "ibv_devinfo -d rocep1s0f0 | grep active_mtu", "1024 (3)"),
     "bios-before-april-2026": (0, "cat /sys/class/dmi/id/bios_date", "01/20/2026"),
     "firmware-differs": (1, "ethtool -i enp1s0f0np0", "28.44.1036"),
+    "pcie-gen5-x2": (1, "lspci -vv -s 0002:01:00.0 | grep LnkSta:", "Width x2 (downgraded)"),
     "rdma-port-errors": (1, "cat /sys/class/infiniband/rocep1s0f0/ports/1/counters/symbol_error", "12"),
     "reboot-pending": (1, "cat /var/run/reboot-required", "System restart required"),
     "driver-unheld": (1, "dpkg-query -W -f='${Package} ${Status}\\n' 'nvidia-driver-*'", "nvidia-driver-580-open install ok installed"),

@@ -164,6 +164,11 @@ SCENARIOS = {s.name: s for s in [
     Scenario("firmware-differs", "rank 1: ConnectX-7 firmware 28.44.1036, rank 0 28.45.4028",
              (Step(1, state={"fw_ver": "28.44.1036"}),),
              proves=("test_versions_same_as_head:version-differs",)),
+    Scenario("pcie-gen5-x2", "rank 1: the second ConnectX-7 controller (0002:01:00.x) trained at PCIe Gen5 x2 instead of x4 "
+             "(a GB10 BIOS before April 2026; lspci's LnkSta says Width x2 (downgraded))",
+             (Step(1, state=_links(enP2p1s0f0np0={"pcie": {"speed_gts": 32, "width": 2}},
+                                   enP2p1s0f1np1={"pcie": {"speed_gts": 32, "width": 2}})),),
+             proves=("test_pcie_link:pcie-degraded",)),
     Scenario("rdma-port-errors", "rank 1: rocep1s0f0 counted 12 symbol errors and one link_downed since boot (a warning)",
              (Step(1, state=_links(enp1s0f0np0={"counters": {"symbol_error": 12, "link_downed": 1}})),),
              proves=("test_rdma_error_counters:rdma-error-counters",)),
