@@ -177,6 +177,9 @@ class Deploy(Strict):
     master_port: int = Field(29501, ge=1, le=65535)
     api_port: int = Field(20001, ge=1, le=65535)
     hf_cache: str = "~/.cache/huggingface"
+    # Host folder whose vllm/, flashinfer/ and triton/ hold the compile caches the container writes (mounted at
+    # /root/.cache/vllm, /root/.cache/flashinfer, /root/.triton); null: <workdir>/cache. The same on every node.
+    cache_dir: str | None = None
     distributed_timeout_s: int = Field(3600, gt=0)
     reasoning_parser: str | None = "qwen3"  # vLLM --reasoning-parser; null: the model does not reason
     tool_call_parser: str | None = "qwen3_xml"  # vLLM --tool-call-parser (with --enable-auto-tool-choice); null: no tools
@@ -189,7 +192,11 @@ class Deploy(Strict):
     # Run the suite's canary programs (test_gpu_compute, test_image_nccl) with this Python on the node instead of in the
     # image (a machine without docker; its own torch is then what is measured). null: in the image, with --gpus all.
     canary_python: str | None = None
-    nccl: "NcclPin | None" = None  # the libnccl torch in the image must load (test_image_nccl); null: equal to rank 0's only
+    nccl: "NcclPin | None" = None
+
+    @property
+    def compile_cache(self) -> str:
+        return self.cache_dir or f"{self.workdir}/cache"  # the libnccl torch in the image must load (test_image_nccl); null: equal to rank 0's only
 
 
 class Serving(Strict):

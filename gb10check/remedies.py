@@ -69,6 +69,8 @@ class Code(str, Enum):
     COMPOSE_CUDAGRAPH_HYPHEN = "compose-cudagraph-hyphen"
     COMPOSE_ARG = "compose-arg"
     COMPOSE_ENV = "compose-env"
+    COMPOSE_NO_OFFLINE = "compose-no-offline"
+    COMPOSE_CACHE_NOT_MOUNTED = "compose-cache-not-mounted"
     ENV_FILE = "env-file"
     NCCL_RUN = "nccl-run"
     NCCL_SOCKET = "nccl-socket-fallback"
@@ -188,6 +190,13 @@ REMEDIES: dict[Code, str] = {
     Code.COMPOSE_CUDAGRAPH_HYPHEN: "use -cc.cudagraph_mode, not hyphens (seed: cudagraph-mode Unexpected keyword argument, exit 2)",
     Code.COMPOSE_ARG: "pass {arg} {value} on {node}",
     Code.COMPOSE_ENV: "set {var}={value} in the compose environment on {node}",
+    Code.COMPOSE_NO_OFFLINE: "set HF_HUB_OFFLINE: \"1\" in the compose environment on {node} (scripts/compose-render writes it): "
+                             "the model is complete on every node; without it each rank asks the Hub at start-up and a "
+                             "follower downloads the model itself, or a newer revision of it (spark-vllm-docker issue 262)",
+    Code.COMPOSE_CACHE_NOT_MOUNTED: "mount {path} from one host folder, the same on every node (scripts/compose-render mounts "
+                                    "deploy.cache_dir's vllm/, flashinfer/ and triton/ at /root/.cache/vllm, "
+                                    "/root/.cache/flashinfer and /root/.triton): otherwise every start compiles the {tool} "
+                                    "kernels again, and a JIT compile during inference has killed an engine",
     Code.ENV_FILE: "set {var}={value} in {node}'s .env",
     Code.NCCL_RUN: "nccl-tests did not complete across the nodes: check the SSH mesh, ufw on the QSFP subnets and that "
                    "nccl-tests and MPI are installed at the same path everywhere",

@@ -113,6 +113,8 @@ VISIBLE = {
     "bios-before-april-2026": (0, "cat /sys/class/dmi/id/bios_date", "01/20/2026"),
     "firmware-differs": (1, "ethtool -i enp1s0f0np0", "28.44.1036"),
     "pcie-gen5-x2": (1, "lspci -vv -s 0002:01:00.0 | grep LnkSta:", "Width x2 (downgraded)"),
+    "compose-no-offline": (1, "grep -c HF_HUB_OFFLINE /home/lenovo/vllm/compose.yml", "0"),
+    "compose-cache-not-mounted": (1, "grep -c /root/.triton /home/lenovo/vllm/compose.yml", "0"),
     "rdma-port-errors": (1, "cat /sys/class/infiniband/rocep1s0f0/ports/1/counters/symbol_error", "12"),
     "reboot-pending": (1, "cat /var/run/reboot-required", "System restart required"),
     "driver-unheld": (1, "dpkg-query -W -f='${Package} ${Status}\\n' 'nvidia-driver-*'", "nvidia-driver-580-open install ok installed"),

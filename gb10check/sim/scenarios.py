@@ -146,6 +146,14 @@ SCENARIOS = {s.name: s for s in [
     Scenario("no-memory-limit", "every node: no memory limit on the container (an overrun takes the machine)",
              (Step(-1, shell="sed -i '/memory: 105G/d' /home/lenovo/vllm/compose.yml"),),
              proves=("test_compose_lint:compose-no-memory-limit",)),
+    Scenario("compose-no-offline", "every node: the compose environment has no HF_HUB_OFFLINE (each rank would ask the Hub at "
+             "start-up, a follower download the model itself)",
+             (Step(-1, shell="sed -i '/HF_HUB_OFFLINE/d' /home/lenovo/vllm/compose.yml"),),
+             proves=("test_compose_offline:compose-no-offline",)),
+    Scenario("compose-cache-not-mounted", "every node: the Triton cache (/root/.triton) is not mounted from the host (kernels "
+             "compiled again at every start; a warning)",
+             (Step(-1, shell="sed -i '\\|:/root/.triton$|d' /home/lenovo/vllm/compose.yml"),),
+             proves=("test_compose_caches:compose-cache-not-mounted",)),
     Scenario("os-differs", "rank 1 runs another OS image (os-release says Ubuntu 22.04.5 LTS)",
              (Step(1, shell="sed -i 's/^PRETTY_NAME=.*/PRETTY_NAME=\"Ubuntu 22.04.5 LTS\"/' /etc/os-release"),),
              proves=("test_os_parity:os-parity",)),
