@@ -503,6 +503,14 @@ def fastest_compute(node: RemoteNode) -> tuple[str, float] | None:
     return max(figures, key=lambda f: f[1]) if figures else None
 
 
+def image_kernels(node: RemoteNode) -> dict:
+    """A torch op on the GPU and a Triton kernel compiled and run in the image on this node (gb10check/canary/kernels.py's
+    JSON line), once per run."""
+    cluster = node.fleet.cluster
+    command, shown = program(cluster, "kernels")
+    return _program_json(node, node.fleet.once(node.name, command, max(cluster.ssh.command_timeout_s, 180)), shown)
+
+
 def nccl_identity(node: RemoteNode) -> dict:
     """The NCCL torch in the image loads on this node (gb10check/canary/nccl.py's JSON line), once per run."""
     cluster = node.fleet.cluster

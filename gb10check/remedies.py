@@ -79,6 +79,8 @@ class Code(str, Enum):
     GPU_CLOCK_LOW = "gpu-clock-low"
     GPU_COMPUTE_SPREAD = "gpu-compute-spread"
     GPU_NOT_SAMPLED = "gpu-not-sampled"
+    IMAGE_KERNELS = "image-kernels"
+    IMAGE_PTXAS_ARCH = "image-ptxas-arch"
     IMAGE_NCCL_DIFFERS = "image-nccl-differs"
     IMAGE_NCCL_PIN = "image-nccl-pin"
     IMAGE_NCCL_ENV_STALE = "image-nccl-env-stale"
@@ -209,6 +211,11 @@ REMEDIES: dict[Code, str] = {
                              "node's pace; compare its SM clock and power with {fastest}'s in the measurements",
     Code.GPU_NOT_SAMPLED: "run the sampling by hand on {node} while a GPU job runs (nvidia-smi --query-gpu=clocks.sm,power.draw "
                           "--format=csv -lms 500) and read its error",
+    Code.IMAGE_KERNELS: "use an image whose torch and Triton are built for this GPU ({capability}; GB10 is sm_121: CUDA 13 "
+                        "builds), pulled or copied the same to every node; the whole error: run `{command}` on {node}",
+    Code.IMAGE_PTXAS_ARCH: "use an image built for {arch} (CUDA 13: a Triton whose ptxas knows {arch}), or point Triton at "
+                           "the image's CUDA 13 ptxas: TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas in the compose environment "
+                           "(deploy.extra_environment) if the image has one (Triton issue 8539, vLLM issues 29469 and 36835)",
     Code.IMAGE_NCCL_DIFFERS: "ship rank 0's image to {node} (docker save {image} | ssh {node} docker load) so torch loads the same "
                              "libnccl everywhere: two builds of one NCCL version can hang a two-node run after minutes",
     Code.IMAGE_NCCL_PIN: "use an image whose torch loads the pinned NCCL (deploy.nccl) or update the pin after checking the "
