@@ -77,23 +77,24 @@ def judge_compute(node: str, result: dict, rows: list[dict] | None, no_rows: str
                   fastest: tuple[str, float] | None) -> list[Finding]:
     """Below the TFLOP/s floor or the SM-clock floor under load, or slower than the fastest node by more than the ratio.
 
-    The clock is judged on samples not marked idle; a CUDA run with none is a warning (we could not see the clock);
-    a CPU run (torch without CUDA: the simulation) has no GPU clock to judge."""
+    The clock is judged on samples not marked idle, whatever ran the matmul (a CPU torch leaves the GPU idle, so there is
+    nothing to judge, unless the GPU is busy anyway: another job, or the simulation's stand-in answering as a busy GPU);
+    a CUDA run with no busy sample is a warning (we could not see the clock)."""
     findings = []
     tflops = float(result["tflops"])
     what = f"{tflops:.4g} TFLOP/s ({result.get('dtype')} {result.get('n')}^3 matmul on {result.get('device')}, {result.get('backend')})"
     if tflops < expect.min_tflops:
         findings.append(Finding(Code.GPU_COMPUTE_LOW, node, what, f">= {expect.min_tflops:g} TFLOP/s (expect.min_tflops)"))
     load = load_of(rows)
-    if result.get("backend") == "cuda":
-        if load is None or load.sm_clock_mhz is None:
+    if load is None or load.sm_clock_mhz is None:
+        if result.get("backend") == "cuda":
             findings.append(Finding(Code.GPU_NOT_SAMPLED, node, f"no nvidia-smi sample under load ({no_rows or 'only idle samples'})",
                                     "SM clock samples while the matmul ran", warning=True))
-        elif load.sm_clock_mhz < expect.min_sm_clock_mhz:
-            findings.append(Finding(Code.GPU_CLOCK_LOW, node, f"SM clock {load.sm_clock_mhz:g} MHz under load (median of "
-                                    f"{load.samples} samples, max {load.max_sm_clock_mhz or '?'} MHz), {load.power_w or '?'} W, "
-                                    f"reasons {load.reason_text}", f">= {expect.min_sm_clock_mhz:g} MHz (expect.min_sm_clock_mhz)",
-                                    reasons=load.reason_text))
+    elif load.sm_clock_mhz < expect.min_sm_clock_mhz:
+        findings.append(Finding(Code.GPU_CLOCK_LOW, node, f"SM clock {load.sm_clock_mhz:g} MHz under load (median of "
+                                f"{load.samples} samples, max {load.max_sm_clock_mhz or '?'} MHz), {load.power_w or '?'} W, "
+                                f"reasons {load.reason_text}", f">= {expect.min_sm_clock_mhz:g} MHz (expect.min_sm_clock_mhz)",
+                                reasons=load.reason_text))
     if fastest is not None and fastest[0] != node and tflops < fastest[1] * (1 - expect.max_compute_spread):
         slower = 1 - tflops / fastest[1]
         findings.append(Finding(Code.GPU_COMPUTE_SPREAD, node, f"{tflops:.4g} TFLOP/s, {slower:.0%} slower than {fastest[0]} "

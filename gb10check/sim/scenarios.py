@@ -160,6 +160,10 @@ SCENARIOS = {s.name: s for s in [
     Scenario("gpu-not-gb10", "rank 1's GPU is not the profile's (nvidia-smi names an NVIDIA GH200 480GB)",
              (Step(1, state={"gpu_name": "NVIDIA GH200 480GB"}),),
              proves=("test_gpu_name:gpu-name",)),
+    Scenario("gpu-stuck-low-power", "rank 1's GPU stuck in the low-power state: SM clock 801 MHz of 3003 under load at 19.6 W, "
+             "no clock-event reason shown (only an AC power-off clears it)",
+             (Step(1, state={"gpu_load": {"sm_clock_mhz": 801, "power_w": 19.6, "clock_event_reasons": 0}}),),
+             proves=("test_gpu_compute:gpu-clock-low",)),
     Scenario("mtu-mismatch", "rank 1: enp1s0f0np0 has MTU 9000, its peer 1500",
              (Step(1, shell="ip link set enp1s0f0np0 mtu 9000"),),
              proves=("test_mtu_equal:mtu-mismatch", "test_path_mtu:path-mtu")),
