@@ -129,6 +129,21 @@ def snapshot_file(cluster: Cluster, name: str) -> str:
     return f"cat {d}/snapshots/*/{name}"
 
 
+READ_MIB = 1024  # how much of one shard the read-rate probe reads (4 MiB blocks)
+
+
+def shard_read(cluster: Cluster) -> str:
+    """dd of the first MiB of the model's first shard (its blob, links followed) to /dev/null with direct I/O, bounded;
+    `-- direct --` or, where the filesystem refuses O_DIRECT, `-- cached --` and a plain read, before dd's summary."""
+    d = model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id)
+    count = READ_MIB // 4
+    return (f"f=$(ls {d}/snapshots/*/*.safetensors 2>/dev/null | head -n 1); [ -n \"$f\" ] || {{ echo '-- no shard --'; exit 0; }}; "
+            "f=$(readlink -f \"$f\"); echo \"-- shard $f --\"; "
+            f"if timeout 60 dd if=\"$f\" of=/dev/null bs=4M count={count} iflag=direct 2>/tmp/gb10check-dd.$$; then echo '-- direct --'; "
+            f"else echo '-- cached --'; timeout 60 dd if=\"$f\" of=/dev/null bs=4M count={count} 2>/tmp/gb10check-dd.$$; fi; "
+            "cat /tmp/gb10check-dd.$$; rm -f /tmp/gb10check-dd.$$")
+
+
 def model_listing(cluster: Cluster) -> str:
     return model.LISTING.format(dir=model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id))
 
@@ -509,6 +524,15 @@ def image_kernels(node: RemoteNode) -> dict:
     cluster = node.fleet.cluster
     command, shown = program(cluster, "kernels")
     return _program_json(node, node.fleet.once(node.name, command, max(cluster.ssh.command_timeout_s, 180)), shown)
+
+
+def shard_read_rate(node: RemoteNode) -> tuple[str | None, bool, float | None, str]:
+    """(shard, direct I/O?, bytes/s, what dd said) of this node's bounded read of one model shard, once per run."""
+    cluster = node.fleet.cluster
+    out = node.fleet.once(node.name, shard_read(cluster), 150)
+    shard = next((line[len("-- shard "):-3] for line in out.stdout.splitlines() if line.startswith("-- shard ")), None)
+    run, why = parse_or_error("dd", out.stdout)
+    return shard, "-- direct --" in out.stdout, run.bytes_per_s if run else None, why or ""
 
 
 def nccl_identity(node: RemoteNode) -> dict:

@@ -94,6 +94,7 @@ class Code(str, Enum):
     ROCE_MTU = "roce-mtu"
     DISK_FULL = "disk-full"
     DISK_LOW = "disk-low"
+    DISK_SLOW = "disk-slow"
     PATH_MTU = "path-mtu"
     PCIE_DEGRADED = "pcie-degraded"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
@@ -251,6 +252,10 @@ REMEDIES: dict[Code, str] = {
     Code.DISK_LOW: "free space on {mount} of {node} (docker image prune -a, huggingface-cli delete-cache): {need} with the "
                    "margin for logs and the vLLM, flashinfer and Triton caches; a nearly full disk also loads slower (seed: "
                    "850 s against 300 s on the other node)",
+    Code.DISK_SLOW: "find what slows the disk of {node} (a nearly full filesystem, another job reading, a slower drive: "
+                    "sudo iostat -x 1, df -h); or raise --distributed-timeout-seconds (deploy.distributed_timeout_s) above "
+                    "the slowest node's load time: the other ranks wait for it (seed: 300 s on one node, 850 s on the "
+                    "fuller, slower one)",
     Code.PATH_MTU: "set one MTU on both ends of the link ({node} {netdev} and {peer}) and on any switch port between "
                    "them, in netplan (9000 or 4200 everywhere, or 1500 everywhere): a jumbo MTU on one end only drops every "
                    "full-sized frame while pings pass (dgx-spark-playbooks PR 103)",
