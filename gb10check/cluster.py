@@ -143,6 +143,10 @@ class Expect(Strict):
     min_sm_clock_mhz: float = Field(1200.0, ge=0)
     max_compute_spread: float = Field(0.15, ge=0, lt=1)  # a node slower than the fastest by more than this fails
     compute_seconds: float = Field(10.0, gt=0, le=300)  # how long the timing program multiplies on each node
+    # The PCIe link each ConnectX-7 function must negotiate (lspci LnkSta): a GB10 wires each controller Gen5 x4;
+    # null: only what the function itself says it can do (LnkCap). A BIOS before April 2026 trains the second at x2.
+    pcie_speed_gts: float | None = Field(32.0, gt=0)
+    pcie_width: int | None = Field(4, ge=1, le=32)
 
 
 class Watchdog(Strict):
@@ -173,6 +177,9 @@ class Deploy(Strict):
     master_port: int = Field(29501, ge=1, le=65535)
     api_port: int = Field(20001, ge=1, le=65535)
     hf_cache: str = "~/.cache/huggingface"
+    # Host folder whose vllm/, flashinfer/ and triton/ hold the compile caches the container writes (mounted at
+    # /root/.cache/vllm, /root/.cache/flashinfer, /root/.triton); null: <workdir>/cache. The same on every node.
+    cache_dir: str | None = None
     distributed_timeout_s: int = Field(3600, gt=0)
     reasoning_parser: str | None = "qwen3"  # vLLM --reasoning-parser; null: the model does not reason
     tool_call_parser: str | None = "qwen3_xml"  # vLLM --tool-call-parser (with --enable-auto-tool-choice); null: no tools
@@ -185,7 +192,11 @@ class Deploy(Strict):
     # Run the suite's canary programs (test_gpu_compute, test_image_nccl) with this Python on the node instead of in the
     # image (a machine without docker; its own torch is then what is measured). null: in the image, with --gpus all.
     canary_python: str | None = None
-    nccl: "NcclPin | None" = None  # the libnccl torch in the image must load (test_image_nccl); null: equal to rank 0's only
+    nccl: "NcclPin | None" = None
+
+    @property
+    def compile_cache(self) -> str:
+        return self.cache_dir or f"{self.workdir}/cache"  # the libnccl torch in the image must load (test_image_nccl); null: equal to rank 0's only
 
 
 class Serving(Strict):

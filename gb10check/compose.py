@@ -1,6 +1,8 @@
 """The multi-node compose stack: render it from the cluster definition, and read one back.
 
-Rendering reproduces the field report's design: one compose file, identical on every node; a
+Rendering reproduces the field report's design, and what its later failures taught: one compose file, identical on
+every node, that never reaches the Hub (HF_HUB_OFFLINE=1: the model is copied, never downloaded per node) and keeps
+the vLLM, flashinfer and Triton compile caches on the host (deploy.compile_cache); a
 `.env` per node with NODE_RANK, VLLM_HOST_IP and MODEL_ID; host network and IPC; the RDMA devices;
 IPC_LOCK and unlimited memlock; a memory limit so an overrun kills the container, not the machine;
 `restart: "no"`; NCCL/Gloo pinned to IPv4 on the control interface with libuv off; and a bash
@@ -26,6 +28,9 @@ from .cluster import Cluster, Node
 
 
 CONTAINER_NAME = "gb10-vllm"
+# Where vLLM, flashinfer and Triton write their compiled kernels in the container (its HOME is /root), and the
+# folder under deploy.compile_cache each is kept in on the host: without them every start compiles again.
+CACHE_MOUNTS = (("vllm", "/root/.cache/vllm"), ("flashinfer", "/root/.cache/flashinfer"), ("triton", "/root/.triton"))
 
 
 def env_file(cluster: Cluster, node: Node) -> str:
@@ -71,14 +76,15 @@ def render(cluster: Cluster) -> str:
         else f"{int(d.container_memory_limit * 1024)}M"
     service = {
         "image": d.image, "container_name": CONTAINER_NAME, "network_mode": "host", "ipc": "host", "restart": "no",
-        "volumes": [f"{d.hf_cache}:/root/.cache/huggingface", "/etc/localtime:/etc/localtime:ro", *d.extra_volumes],
+        "volumes": [f"{d.hf_cache}:/root/.cache/huggingface", *(f"{d.compile_cache}/{name}:{target}" for name, target in CACHE_MOUNTS),
+                    "/etc/localtime:/etc/localtime:ro", *d.extra_volumes],
         **({"devices": ["/dev/infiniband:/dev/infiniband"]} if d.map_infiniband else {}),
         "cap_add": ["IPC_LOCK", "SYS_PTRACE"], "security_opt": ["seccomp:unconfined"],
         "ulimits": {**({"memlock": -1} if d.memlock_unlimited else {}), "stack": 67108864},
         "deploy": {"resources": {"limits": {"memory": limit},
                                  "reservations": {"devices": [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}},
         "environment": {
-            "PYTHONUNBUFFERED": "1", "MODEL_ID": "${MODEL_ID}", "NODE_RANK": "${NODE_RANK}", "VLLM_HOST_IP": "${VLLM_HOST_IP}",
+            "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "MODEL_ID": "${MODEL_ID}", "NODE_RANK": "${NODE_RANK}", "VLLM_HOST_IP": "${VLLM_HOST_IP}",
             "MASTER_ADDR": cluster.master_addr, "NCCL_IB_HCA": f"={hcas}", "NCCL_IB_DISABLE": "0",
             "NCCL_IB_GID_INDEX": str(cluster.expect.roce_gid_index), "NCCL_IB_MERGE_NICS": "1", "NCCL_SOCKET_IFNAME": first,
             "NCCL_SOCKET_FAMILY": "AF_INET", "GLOO_SOCKET_IFNAME": first, "GLOO_SOCKET_FAMILY": "AF_INET", "GLOO_USE_LIBUV": "0",

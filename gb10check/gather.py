@@ -76,6 +76,8 @@ NM_PROFILES = ("if ! command -v nmcli >/dev/null 2>&1; then echo '-- nmcli: abse
                "echo \"device:$dev\"; nmcli -t -f connection.id,connection.type,connection.interface-name,ipv4.method "
                "connection show \"$uuid\"; done; fi")
 IBV_DEVINFO = "ibv_devinfo"
+# Every Mellanox PCI function with its capability blocks (LnkCap / LnkSta need root); -D: the domain always shown.
+LSPCI = "lspci -D -nn -vv -d 15b3:"
 DOCKER_PS = f"docker ps --format '{facts.docker.PS_FORMAT}'"
 DOCKER_STATS = f"docker stats --no-stream --format '{facts.docker.STATS_FORMAT}'"
 
@@ -127,6 +129,21 @@ def snapshot_file(cluster: Cluster, name: str) -> str:
     return f"cat {d}/snapshots/*/{name}"
 
 
+READ_MIB = 1024  # how much of one shard the read-rate probe reads (4 MiB blocks)
+
+
+def shard_read(cluster: Cluster) -> str:
+    """dd of the first MiB of the model's first shard (its blob, links followed) to /dev/null with direct I/O, bounded;
+    `-- direct --` or, where the filesystem refuses O_DIRECT, `-- cached --` and a plain read, before dd's summary."""
+    d = model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id)
+    count = READ_MIB // 4
+    return (f"f=$(ls {d}/snapshots/*/*.safetensors 2>/dev/null | head -n 1); [ -n \"$f\" ] || {{ echo '-- no shard --'; exit 0; }}; "
+            "f=$(readlink -f \"$f\"); echo \"-- shard $f --\"; "
+            f"if timeout 60 dd if=\"$f\" of=/dev/null bs=4M count={count} iflag=direct 2>/tmp/gb10check-dd.$$; then echo '-- direct --'; "
+            f"else echo '-- cached --'; timeout 60 dd if=\"$f\" of=/dev/null bs=4M count={count} 2>/tmp/gb10check-dd.$$; fi; "
+            "cat /tmp/gb10check-dd.$$; rm -f /tmp/gb10check-dd.$$")
+
+
 def model_listing(cluster: Cluster) -> str:
     return model.LISTING.format(dir=model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id))
 
@@ -146,7 +163,7 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
             UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS, NM_PROFILES, IBV_DEVINFO,
             disk_free([cluster.deploy.hf_cache, DOCKER_ROOT])]
     sudo = [UFW_STATUS, UFW_USER_RULES, UFW_CONF, UFW_LIVE, netplan_mode(cluster.expect.netplan_file), cat(cluster.expect.netplan_file),
-            *(ethtool(l.netdev) for l in node.links), *(ethtool_info(l.netdev) for l in node.links), KERNEL_LOG]
+            *(ethtool(l.netdev) for l in node.links), *(ethtool_info(l.netdev) for l in node.links), KERNEL_LOG, LSPCI]
     return {False: user, True: sudo}
 
 
@@ -515,6 +532,23 @@ def fastest_compute(node: RemoteNode) -> tuple[str, float] | None:
             with contextlib.suppress(BaseException):
                 figures.append((name, float(_compute_of(node.fleet.node(name), out, shown).result["tflops"])))
     return max(figures, key=lambda f: f[1]) if figures else None
+
+
+def image_kernels(node: RemoteNode) -> dict:
+    """A torch op on the GPU and a Triton kernel compiled and run in the image on this node (gb10check/canary/kernels.py's
+    JSON line), once per run."""
+    cluster = node.fleet.cluster
+    command, shown = program(cluster, "kernels")
+    return _program_json(node, node.fleet.once(node.name, command, max(cluster.ssh.command_timeout_s, 180)), shown)
+
+
+def shard_read_rate(node: RemoteNode) -> tuple[str | None, bool, float | None, str]:
+    """(shard, direct I/O?, bytes/s, what dd said) of this node's bounded read of one model shard, once per run."""
+    cluster = node.fleet.cluster
+    out = node.fleet.once(node.name, shard_read(cluster), 150)
+    shard = next((line[len("-- shard "):-3] for line in out.stdout.splitlines() if line.startswith("-- shard ")), None)
+    run, why = parse_or_error("dd", out.stdout)
+    return shard, "-- direct --" in out.stdout, run.bytes_per_s if run else None, why or ""
 
 
 def nccl_identity(node: RemoteNode) -> dict:

@@ -69,6 +69,8 @@ class Code(str, Enum):
     COMPOSE_CUDAGRAPH_HYPHEN = "compose-cudagraph-hyphen"
     COMPOSE_ARG = "compose-arg"
     COMPOSE_ENV = "compose-env"
+    COMPOSE_NO_OFFLINE = "compose-no-offline"
+    COMPOSE_CACHE_NOT_MOUNTED = "compose-cache-not-mounted"
     ENV_FILE = "env-file"
     NCCL_RUN = "nccl-run"
     NCCL_SOCKET = "nccl-socket-fallback"
@@ -77,6 +79,8 @@ class Code(str, Enum):
     GPU_CLOCK_LOW = "gpu-clock-low"
     GPU_COMPUTE_SPREAD = "gpu-compute-spread"
     GPU_NOT_SAMPLED = "gpu-not-sampled"
+    IMAGE_KERNELS = "image-kernels"
+    IMAGE_PTXAS_ARCH = "image-ptxas-arch"
     IMAGE_NCCL_DIFFERS = "image-nccl-differs"
     IMAGE_NCCL_PIN = "image-nccl-pin"
     IMAGE_NCCL_ENV_STALE = "image-nccl-env-stale"
@@ -90,7 +94,9 @@ class Code(str, Enum):
     ROCE_MTU = "roce-mtu"
     DISK_FULL = "disk-full"
     DISK_LOW = "disk-low"
+    DISK_SLOW = "disk-slow"
     PATH_MTU = "path-mtu"
+    PCIE_DEGRADED = "pcie-degraded"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
     UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
@@ -187,6 +193,13 @@ REMEDIES: dict[Code, str] = {
     Code.COMPOSE_CUDAGRAPH_HYPHEN: "use -cc.cudagraph_mode, not hyphens (seed: cudagraph-mode Unexpected keyword argument, exit 2)",
     Code.COMPOSE_ARG: "pass {arg} {value} on {node}",
     Code.COMPOSE_ENV: "set {var}={value} in the compose environment on {node}",
+    Code.COMPOSE_NO_OFFLINE: "set HF_HUB_OFFLINE: \"1\" in the compose environment on {node} (scripts/compose-render writes it): "
+                             "the model is complete on every node; without it each rank asks the Hub at start-up and a "
+                             "follower downloads the model itself, or a newer revision of it (spark-vllm-docker issue 262)",
+    Code.COMPOSE_CACHE_NOT_MOUNTED: "mount {path} from one host folder, the same on every node (scripts/compose-render mounts "
+                                    "deploy.cache_dir's vllm/, flashinfer/ and triton/ at /root/.cache/vllm, "
+                                    "/root/.cache/flashinfer and /root/.triton): otherwise every start compiles the {tool} "
+                                    "kernels again, and a JIT compile during inference has killed an engine",
     Code.ENV_FILE: "set {var}={value} in {node}'s .env",
     Code.NCCL_RUN: "nccl-tests did not complete across the nodes: check the SSH mesh, ufw on the QSFP subnets and that "
                    "nccl-tests and MPI are installed at the same path everywhere",
@@ -199,6 +212,11 @@ REMEDIES: dict[Code, str] = {
                              "node's pace; compare its SM clock and power with {fastest}'s in the measurements",
     Code.GPU_NOT_SAMPLED: "run the sampling by hand on {node} while a GPU job runs (nvidia-smi --query-gpu=clocks.sm,power.draw "
                           "--format=csv -lms 500) and read its error",
+    Code.IMAGE_KERNELS: "use an image whose torch and Triton are built for this GPU ({capability}; GB10 is sm_121: CUDA 13 "
+                        "builds), pulled or copied the same to every node; the whole error: run `{command}` on {node}",
+    Code.IMAGE_PTXAS_ARCH: "use an image built for {arch} (CUDA 13: a Triton whose ptxas knows {arch}), or point Triton at "
+                           "the image's CUDA 13 ptxas: TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas in the compose environment "
+                           "(deploy.extra_environment) if the image has one (Triton issue 8539, vLLM issues 29469 and 36835)",
     Code.IMAGE_NCCL_DIFFERS: "ship rank 0's image to {node} (docker save {image} | ssh {node} docker load) so torch loads the same "
                              "libnccl everywhere: two builds of one NCCL version can hang a two-node run after minutes",
     Code.IMAGE_NCCL_PIN: "use an image whose torch loads the pinned NCCL (deploy.nccl) or update the pin after checking the "
@@ -234,9 +252,18 @@ REMEDIES: dict[Code, str] = {
     Code.DISK_LOW: "free space on {mount} of {node} (docker image prune -a, huggingface-cli delete-cache): {need} with the "
                    "margin for logs and the vLLM, flashinfer and Triton caches; a nearly full disk also loads slower (seed: "
                    "850 s against 300 s on the other node)",
+    Code.DISK_SLOW: "find what slows the disk of {node} (a nearly full filesystem, another job reading, a slower drive: "
+                    "sudo iostat -x 1, df -h); or raise --distributed-timeout-seconds (deploy.distributed_timeout_s) above "
+                    "the slowest node's load time: the other ranks wait for it (seed: 300 s on one node, 850 s on the "
+                    "fuller, slower one)",
     Code.PATH_MTU: "set one MTU on both ends of the link ({node} {netdev} and {peer}) and on any switch port between "
                    "them, in netplan (9000 or 4200 everywhere, or 1500 everywhere): a jumbo MTU on one end only drops every "
                    "full-sized frame while pings pass (dgx-spark-playbooks PR 103)",
+    Code.PCIE_DEGRADED: "update the BIOS of {node} (sudo fwupdmgr refresh && sudo fwupdmgr update, or the vendor's BIOS "
+                        "package: GB10 BIOS releases before April 2026 train the second ConnectX-7 controller at Gen5 x2), power "
+                        "it off and on, then read `sudo lspci -vv -s {function}` again (LnkSta should say {want}); if it "
+                        "still trains low on a current BIOS, ask the vendor (the controller's upstream port may have fewer lanes "
+                        "wired) and expect that port's RDMA bandwidth to halve (source: {source})",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",

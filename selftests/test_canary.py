@@ -1,5 +1,5 @@
 """The canary programs (gb10check/canary/) as the suite runs them: the command gather builds carries the program intact,
-and through a local-connection cluster test_gpu_compute and test_image_nccl run it for real with a CPU torch (the
+and through a local-connection cluster test_gpu_compute, test_image_kernels and test_image_nccl run it for real with a CPU torch (the
 simulation's venv, when this machine has it) or say why they could not (a Python without torch)."""
 
 import base64
@@ -66,6 +66,8 @@ def test_cpu_torch_multiplies_and_has_no_nccl(tmp_path):
     assert "PASSED tests/preflight/test_gpu.py::test_gpu_compute[thinkstationpgx-30]" in out
     assert re.search(r"SKIPPED \[1\] tests/preflight/test_gpu.py:\d+: thinkstationpgx-30: torch 2.13.0\+cpu has no NCCL "
                      r"\(a CPU build\) in /var/cache/gb10check/vllm-venv/bin/python3: no NCCL library to identify", out), out
+    assert re.search(r"SKIPPED \[1\] tests/preflight/test_gpu.py:\d+: thinkstationpgx-30: torch 2.13.0\+cpu has no CUDA "
+                     r"\(a CPU build\) in /var/cache/gb10check/vllm-venv/bin/python3: no GPU kernel to build or run", out), out
     assert re.search(r"matmul +thinkstationpgx-30 +\d+\.\d\d TFLOP/s \(float32 on cpu\)", out), out
 
 

@@ -181,6 +181,23 @@ EXPECTED: dict[str, dict[str, str]] = {
         f"{PF}/test_compose.py::test_compose_lint[{n}]": r"\[compose-no-memory-limit\] .*saw no memory limit; expected a limit between "
                                                         r"the GPU budget 95 GiB and 119 GiB" for n in (A, B)
     },
+    "compose-no-offline": {
+        f"{PF}/test_compose.py::test_compose_offline[{n}]":
+            rf"\[compose-no-offline\] {n}:vllm: saw no HF_HUB_OFFLINE in the service's environment; expected HF_HUB_OFFLINE=1 "
+            rf"\(the model is complete on every node\)\n  fix: set HF_HUB_OFFLINE: \"1\" in the compose environment on {n}"
+        for n in (A, B)
+    },
+    "gpu-stuck-low-power": {
+        f"{PF}/test_gpu.py::test_gpu_compute[{B}]":
+            rf"\[gpu-clock-low\] {B}: saw SM clock 801 MHz under load \(median of \d+ samples, max 3003\.0 MHz\), 19\.6 W, "
+            rf"reasons none; expected >= 1200 MHz \(expect\.min_sm_clock_mhz\)\n  fix: power {B} off at the wall",
+    },
+    "pcie-gen5-x2": {
+        f"{PF}/test_platform.py::test_pcie_link[{B}]":
+            rf"\[pcie-degraded\] {B}:0002:01:00\.0: saw 0002:01:00\.0 \({L1}\) Mellanox Technologies MT2910 Family \[ConnectX-7\]: LnkSta 32GT/s x2 "
+            r"\(downgraded\), LnkCap 32GT/s x4 \(width below\); expected LnkSta Speed 32GT/s, Width x4 .*\n  fix: update the BIOS "
+            rf"of {B}.*\n\[pcie-degraded\] {B}:0002:01:00\.1: saw 0002:01:00\.1 Mellanox Technologies MT2910",
+    },
     "same-subnet": {
         **{f"{NW}/test_addressing.py::test_links_on_distinct_subnets[{n}]": r"\[same-subnet\] .*overlap" for n in (A, B)},
         **{f"{NW}/test_addressing.py::test_link_address[{n}:{L1}]": r"\[address-missing\] .*expected 192\.168\.101\.1\d/24"
@@ -322,6 +339,9 @@ WARNINGS = {  # scenario -> (check that must pass, the warning it prints)
     "bios-before-april-2026": [(f"{PF}/test_platform.py::test_advisories[{n}]",
                                 f"Degraded: [known-bad-version] {n}: saw BIOS 5.36_0ACUM009 dated 01/20/2026 [bios-cx7-gen5-x2:")
                                for n in (A, B)],
+    "compose-cache-not-mounted": [(f"{PF}/test_compose.py::test_compose_caches[{n}]",
+                                   f"Degraded: [compose-cache-not-mounted] {n}:vllm: saw no host mount holds the Triton cache "
+                                   "/root/.triton/cache (compiled again at every start)") for n in (A, B)],
     "rdma-port-errors": [(f"{NW}/test_rdma_counters.py::test_rdma_error_counters[{B}]",
                           f"Degraded: [rdma-error-counters] {B}:rocep1s0f0: saw port 1: link_downed 1, symbol_error 12; "
                           "expected 0 link_downed, symbol_error and port_rcv_errors since boot")],

@@ -175,3 +175,81 @@ def judge_env_file(cluster: Cluster, node: Node, env: dict[str, str]) -> list[Fi
         f.append(Finding(Code.ENV_FILE, node.name, f"MODEL_ID={env.get('MODEL_ID')}", f"MODEL_ID={cluster.deploy.model_id} "
                          "(the same on every node)", var="MODEL_ID", value=cluster.deploy.model_id))
     return f
+
+
+# ---- the Hub and the compile caches --------------------------------------------------------------
+
+OFFLINE_TRUE = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true
+
+
+def service_environment(svc: dict) -> dict[str, str]:
+    """The (interpolated) service's environment as a dict, from either of compose's forms."""
+    env = svc.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(e.split("=", 1) for e in env if "=" in e)
+    return {str(k): str(v) for k, v in env.items() if v is not None}
+
+
+def judge_offline(node: str, service: str, env: dict[str, str]) -> list[Finding]:
+    """HF_HUB_OFFLINE=1 once the model is complete on every node (the test skips while it is not): otherwise each rank
+    asks the Hub at start-up, and a follower downloads the model itself, or a newer revision of it."""
+    value = env.get("HF_HUB_OFFLINE")
+    if value is not None and value.strip().upper() in OFFLINE_TRUE:
+        return []
+    seen = f"HF_HUB_OFFLINE={value}" if value is not None else "no HF_HUB_OFFLINE in the service's environment"
+    return [Finding(Code.COMPOSE_NO_OFFLINE, f"{node}:{service}", seen, "HF_HUB_OFFLINE=1 (the model is complete on every node)")]
+
+
+def cache_paths(env: dict[str, str]) -> dict[str, str]:
+    """Where each compiler writes in the container, from its own variables (HOME /root unless the service sets one)."""
+    home = (env.get("HOME") or "/root").rstrip("/")
+    xdg = (env.get("XDG_CACHE_HOME") or f"{home}/.cache").rstrip("/")
+    return {"vLLM": env.get("VLLM_CACHE_ROOT") or f"{xdg}/vllm",
+            "flashinfer": f"{(env.get('FLASHINFER_WORKSPACE_BASE') or home).rstrip('/')}/.cache/flashinfer",
+            "Triton": env.get("TRITON_CACHE_DIR") or f"{(env.get('TRITON_HOME') or home).rstrip('/')}/.triton/cache"}
+
+
+def persistent_mounts(svc: dict) -> list[tuple[str, str]]:
+    """(source, target) of the service's bind mounts and named volumes (both outlive the container; anonymous volumes
+    and tmpfs do not), from the short (`SRC:DST[:MODE]`) and the long (`{type, source, target}`) syntax."""
+    found = []
+    for v in svc.get("volumes") or []:
+        if isinstance(v, str):
+            parts = v.split(":")
+            if len(parts) >= 2 and parts[0]:
+                found.append((parts[0], parts[1]))
+        elif isinstance(v, dict) and v.get("type", "volume") in ("bind", "volume") and v.get("source") and v.get("target"):
+            found.append((str(v["source"]), str(v["target"])))
+    return found
+
+
+def cache_mounts(svc: dict) -> dict[str, tuple[str, str | None]]:
+    """tool -> (its cache path in the container, the host source of the mount that holds it, or None)."""
+    mounts = persistent_mounts(svc)
+    out = {}
+    for tool, path in cache_paths(service_environment(svc)).items():
+        holding = [(src, dst.rstrip("/") or "/") for src, dst in mounts
+                   if path == dst.rstrip("/") or path.startswith(dst.rstrip("/") + "/")]
+        holding = [(src, dst) for src, dst in holding if dst != "/"]
+        if holding:
+            src, dst = max(holding, key=lambda m: len(m[1]))
+            out[tool] = (path, src + path[len(dst):])
+        else:
+            out[tool] = (path, None)
+    return out
+
+
+def judge_caches(node: str, service: str, mine: dict[str, tuple[str, str | None]], head: str | None = None,
+                 heads: dict[str, tuple[str, str | None]] | None = None) -> list[Finding]:
+    """The vLLM, flashinfer and Triton caches on the host (a warning each: every start compiles again without them),
+    and from the same host folder as on rank 0."""
+    found = []
+    for tool, (path, source) in mine.items():
+        if source is None:
+            found.append(Finding(Code.COMPOSE_CACHE_NOT_MOUNTED, f"{node}:{service}", f"no host mount holds the {tool} cache "
+                                 f"{path} (compiled again at every start)", f"{path} (or a folder above it) mounted from the host",
+                                 warning=True, tool=tool, path=path))
+        elif heads is not None and head is not None and heads.get(tool, (None, None))[1] not in (None, source):
+            found.append(Finding(Code.COMPOSE_CACHE_NOT_MOUNTED, f"{node}:{service}", f"the {tool} cache {path} from {source}",
+                                 f"from {heads[tool][1]} as on {head}", warning=True, tool=tool, path=path))
+    return found

@@ -49,3 +49,25 @@ def judge_disk(node: str, free: dict[str, tuple[str, int]], needs: dict[str, int
             found.append(Finding(Code.DISK_LOW, node, seen, f"{gib(need)} still to write + {gib(margin)} margin", warning=True,
                                  mount=mount, need=gib(need + margin)))
     return found
+
+
+def rate(bytes_per_s: float) -> str:
+    return f"{bytes_per_s / 1e9:.2f} GB/s"
+
+
+def judge_read_rate(node: str, mine: float, fastest: tuple[str, float] | None, model_bytes: int | None, timeout_s: int,
+                    direct: bool = True) -> list[Finding]:
+    """One shard read with direct I/O: a warning when this node reads more than twice as slowly as the fastest node
+    (among the direct reads: a cached read measures memory, so it is compared with nothing), or when loading the whole
+    model at this rate would outlast the distributed timeout (the other ranks wait for it)."""
+    load = f"; the model's {gib(model_bytes)} load in about {model_bytes / mine:.0f} s here" if model_bytes and mine > 0 else ""
+    how = "direct I/O" if direct else "cached read: the filesystem refused O_DIRECT"
+    found = []
+    if direct and fastest is not None and fastest[0] != node and mine * 2 < fastest[1]:
+        theirs = f", {model_bytes / fastest[1]:.0f} s on {fastest[0]}" if model_bytes else ""
+        found.append(Finding(Code.DISK_SLOW, node, f"{rate(mine)} reading a shard ({how}), {fastest[1] / mine:.1f}x slower than "
+                             f"{fastest[0]} ({rate(fastest[1])}){load}{theirs}", "within 2x of the fastest node", warning=True))
+    elif model_bytes and mine > 0 and model_bytes / mine > timeout_s:
+        found.append(Finding(Code.DISK_SLOW, node, f"{rate(mine)} reading a shard ({how}){load}",
+                             f"the load within --distributed-timeout-seconds {timeout_s}", warning=True))
+    return found

@@ -1,6 +1,7 @@
-"""GPU and image canaries: compute and clocks under a matmul (test_gpu_compute), and the NCCL that torch in the image
-really loads (test_image_nccl). Facts in (the canary programs' JSON, nvidia-smi samples), findings out."""
+"""GPU and image canaries: compute and clocks under a matmul (test_gpu_compute), a torch op and a Triton kernel in the
+image (test_image_kernels), and the NCCL that torch in the image really loads (test_image_nccl). Facts in (the canary programs' JSON, nvidia-smi samples), findings out."""
 
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -76,23 +77,24 @@ def judge_compute(node: str, result: dict, rows: list[dict] | None, no_rows: str
                   fastest: tuple[str, float] | None) -> list[Finding]:
     """Below the TFLOP/s floor or the SM-clock floor under load, or slower than the fastest node by more than the ratio.
 
-    The clock is judged on samples not marked idle; a CUDA run with none is a warning (we could not see the clock);
-    a CPU run (torch without CUDA: the simulation) has no GPU clock to judge."""
+    The clock is judged on samples not marked idle, whatever ran the matmul (a CPU torch leaves the GPU idle, so there is
+    nothing to judge, unless the GPU is busy anyway: another job, or the simulation's stand-in answering as a busy GPU);
+    a CUDA run with no busy sample is a warning (we could not see the clock)."""
     findings = []
     tflops = float(result["tflops"])
     what = f"{tflops:.4g} TFLOP/s ({result.get('dtype')} {result.get('n')}^3 matmul on {result.get('device')}, {result.get('backend')})"
     if tflops < expect.min_tflops:
         findings.append(Finding(Code.GPU_COMPUTE_LOW, node, what, f">= {expect.min_tflops:g} TFLOP/s (expect.min_tflops)"))
     load = load_of(rows)
-    if result.get("backend") == "cuda":
-        if load is None or load.sm_clock_mhz is None:
+    if load is None or load.sm_clock_mhz is None:
+        if result.get("backend") == "cuda":
             findings.append(Finding(Code.GPU_NOT_SAMPLED, node, f"no nvidia-smi sample under load ({no_rows or 'only idle samples'})",
                                     "SM clock samples while the matmul ran", warning=True))
-        elif load.sm_clock_mhz < expect.min_sm_clock_mhz:
-            findings.append(Finding(Code.GPU_CLOCK_LOW, node, f"SM clock {load.sm_clock_mhz:g} MHz under load (median of "
-                                    f"{load.samples} samples, max {load.max_sm_clock_mhz or '?'} MHz), {load.power_w or '?'} W, "
-                                    f"reasons {load.reason_text}", f">= {expect.min_sm_clock_mhz:g} MHz (expect.min_sm_clock_mhz)",
-                                    reasons=load.reason_text))
+    elif load.sm_clock_mhz < expect.min_sm_clock_mhz:
+        findings.append(Finding(Code.GPU_CLOCK_LOW, node, f"SM clock {load.sm_clock_mhz:g} MHz under load (median of "
+                                f"{load.samples} samples, max {load.max_sm_clock_mhz or '?'} MHz), {load.power_w or '?'} W, "
+                                f"reasons {load.reason_text}", f">= {expect.min_sm_clock_mhz:g} MHz (expect.min_sm_clock_mhz)",
+                                reasons=load.reason_text))
     if fastest is not None and fastest[0] != node and tflops < fastest[1] * (1 - expect.max_compute_spread):
         slower = 1 - tflops / fastest[1]
         findings.append(Finding(Code.GPU_COMPUTE_SPREAD, node, f"{tflops:.4g} TFLOP/s, {slower:.0%} slower than {fastest[0]} "
@@ -127,4 +129,44 @@ def judge_nccl_identity(node: str, head: str, mine: dict, heads: dict, pin: Nccl
                                             or env.startswith(mine["version"] + "+")):
         findings.append(Finding(Code.IMAGE_NCCL_ENV_STALE, node, f"the image's NCCL_VERSION={env}, but torch loads "
                                 f"{nccl_text(mine)}", f"NCCL_VERSION naming the loaded library ({mine['version']})", warning=True))
+    return findings
+
+
+# ptxas refusing the GPU's architecture: "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'"
+PTXAS_ARCH = re.compile(r"(ptxas[\w-]*\s+fatal\s*:\s*Value '(?P<arch>sm_\d+[a-z]?)' is not defined for option 'gpu-name')")
+
+
+def compiler_message(error: str, limit: int = 400) -> str:
+    """The compiler's own words from an exception text: the ptxas / nvcc / CUDA error line when there is one (Triton puts
+    it under "`ptxas` stderr:"), else the exception's first line; the generated PTX and stack frames left out."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    first = lines[0] if lines else "no message"
+    key = next((line for line in lines if re.search(r"\bfatal\b|error:|CUDA error|no kernel image", line, re.I) and line != first), None)
+    text = f"{first} | {key}" if key else first
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def judge_image_kernels(node: str, result: dict, image: str, command: str) -> list[Finding]:
+    """A torch op on the GPU and a Triton kernel compiled and run in the image (gb10check/canary/kernels.py's JSON):
+    each failure carries the compiler's message; ptxas not knowing the GPU's architecture names its own fix."""
+    findings = []
+    where = f"{result.get('device') or 'the GPU'} ({result.get('capability') or '?'})"
+    built = ", ".join(result.get("arch_list") or []) or "?"
+    op = result.get("torch_op") or {}
+    if not op.get("ok"):
+        findings.append(Finding(Code.IMAGE_KERNELS, node, f"a torch op on {where} in {image} failed: "
+                                f"{compiler_message(op.get('error') or 'no result')} (torch {result.get('torch')} built for {built})",
+                                "the op to run on the GPU", capability=result.get("capability") or "?", command=command))
+    tr = result.get("triton") or {}
+    if not tr.get("ok"):
+        error = tr.get("error") or "no result"
+        m = PTXAS_ARCH.search(error)
+        version = f"Triton {tr.get('version')}" if tr.get("version") else "Triton"
+        if m:
+            findings.append(Finding(Code.IMAGE_PTXAS_ARCH, node, f"{version} in {image} cannot compile for {where}: {m[1]}",
+                                    f"a ptxas that knows {m['arch']}", arch=m["arch"]))
+        else:
+            findings.append(Finding(Code.IMAGE_KERNELS, node, f"a {version} kernel on {where} in {image} failed: "
+                                    f"{compiler_message(error)}", "the kernel to compile and run",
+                                    capability=result.get("capability") or "?", command=command))
     return findings

@@ -182,3 +182,41 @@ def judge_rdma_counters(node: str, counters: dict[tuple[str, str, str], int], de
                                      + ", ".join(f"{n} {v}" for n, v in bad.items()), "0 link_downed, symbol_error and "
                                      "port_rcv_errors since boot", warning=True, device=device, port=port))
     return found
+
+
+PCIE_SOURCE = "https://github.com/NVIDIA/dgx-spark-playbooks/pull/108"
+
+
+def judge_pcie(node: str, functions: list, netdevs: dict[str, str], speed_gts: float | None, width: int | None) -> list[Finding]:
+    """Each ConnectX-7 function's negotiated PCIe link (lspci LnkSta) against the profile (expect.pcie_speed_gts /
+    pcie_width), or against what the function can do (LnkCap) where the profile sets none. netdevs: PCI address ->
+    netdev (ethtool -i's bus-info), to name the port. A function whose capabilities lspci could not read is skipped
+    (the test says NOT CHECKED when none could be read)."""
+    found = []
+    cx7 = [f for f in functions if f.is_connectx7]
+    if cx7 and all(f.access_denied for f in cx7):
+        return [Finding(Code.COMMAND_FAILED, node, "lspci printed `Capabilities: <access denied>`: it did not run as root",
+                        "the LnkCap / LnkSta lines of each ConnectX-7 function", command="sudo lspci -vv -d 15b3:")]
+    for f in cx7:
+        if f.sta is None:
+            continue
+        want_speed = speed_gts if speed_gts is not None else (f.cap.speed_gts if f.cap else None)
+        want_width = width if width is not None else (f.cap.width if f.cap else None)
+        low = []
+        if want_speed is not None and (f.sta.speed_gts is None or f.sta.speed_gts < want_speed):
+            low.append("speed")
+        if want_width is not None and (f.sta.width is None or f.sta.width < want_width):
+            low.append("width")
+        if not low:
+            continue
+        expected = (f"Speed {want_speed:g}GT/s, Width x{want_width}" if want_speed is not None and want_width is not None
+                    else f"Speed {want_speed:g}GT/s" if want_speed is not None else f"Width x{want_width}")
+        basis = "expect.pcie_speed_gts / expect.pcie_width" if (speed_gts, width) != (None, None) else "LnkCap"
+        marks = [m for m in (f.sta.speed_mark, f.sta.width_mark) if m and m != "ok"]
+        cap = f", LnkCap {f.cap}" if f.cap else ""
+        port = f" ({netdevs[f.address]})" if f.address in netdevs else ""
+        found.append(Finding(Code.PCIE_DEGRADED, f"{node}:{f.address}",
+                             f"{f.address}{port} {f.description.split(': ', 1)[-1]}: LnkSta {f.sta}"
+                             f"{' (' + ', '.join(marks) + ')' if marks else ''}{cap} ({' and '.join(low)} below)",
+                             f"LnkSta {expected} ({basis})", function=f.address, want=expected, source=PCIE_SOURCE))
+    return found

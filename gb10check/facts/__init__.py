@@ -7,7 +7,7 @@ reachable from the command line and must have captures that exercise it.
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
-from . import apt, df, docker, ethtool, ibdev2netdev, ip, kmsg, meminfo, nccl, nmcli, nvidia, perftest, rdma, ufw, vllm_api, vllm_log
+from . import apt, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nmcli, nvidia, perftest, rdma, ufw, vllm_api, vllm_log
 from ._text import ParseError
 
 
@@ -50,6 +50,8 @@ KINDS: dict[str, Kind] = {
     "unattended_upgrades": Kind(apt.parse_unattended_upgrades, "/etc/apt/apt.conf.d/50unattended-upgrades"),
     "kernel_log": Kind(kmsg.parse, "journalctl -k -b [-o short-monotonic] or dmesg [-T]"),
     "df": Kind(df.parse, "df [-h|-B1] [--output=target,avail] [PATH...]"),
+    "dd": Kind(dd.parse, "dd if=FILE of=/dev/null ... (its summary on stderr: N bytes (...) copied, S s, R GB/s)"),
+    "lspci": Kind(lspci.parse, "lspci -vv [-nn] [-D] [-d 15b3:] [-s BDF] (as root: the capability blocks)"),
     "nmcli_profiles": Kind(nmcli.parse, "nmcli -t -f connection.id,connection.type,connection.interface-name,ipv4.method "
                                         "connection show UUID, per profile (gather.NM_PROFILES)"),
 }

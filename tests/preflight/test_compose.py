@@ -1,10 +1,11 @@
-"""Compose and .env lint on the files each node will start from: identical compose, the seed's design, the right rank."""
+"""Compose and .env lint on the files each node will start from: identical compose, the seed's design, the right rank,
+HF_HUB_OFFLINE once the model is complete everywhere, and the compile caches on the host."""
 
 import pytest
 
 from gb10check import compose as stack
 from gb10check import gather
-from gb10check.checks import compose
+from gb10check.checks import compose, model
 from gb10check.facts import parse
 from gb10check.verdict import report
 
@@ -42,3 +43,42 @@ def test_env_file(node, cluster):
     if env is None:
         pytest.skip(f"no {env_path} on {node.name} (see test_compose_lint)")
     report(compose.judge_env_file(cluster, node.spec, stack.parse_env(env)))
+
+
+def service(node, cluster) -> tuple[str, dict]:
+    """The vllm service of the node's compose file, interpolated with its .env; skipped when there is none."""
+    compose_path, _, text, env = files(node, cluster)
+    if text is None or env is None:
+        pytest.skip(f"no {compose_path} and .env on {node.name} (see test_compose_lint)")
+    found = stack.vllm_service(parse("compose_config", text))
+    if found is None:
+        pytest.skip(f"no vllm service in {compose_path} on {node.name} (see test_compose_lint)")
+    return found[0], stack.interpolate(found[1], stack.parse_env(env))
+
+
+def model_incomplete_on(node, cluster) -> list[str]:
+    """The nodes whose Hugging Face cache does not hold the whole model (test_model_artifacts' judge)."""
+    incomplete = []
+    for spec in cluster.by_rank():
+        other = node.fleet.node(spec.name)
+        listing = gather.result(other, gather.model_listing(cluster))
+        index = gather.result(other, gather.snapshot_file(cluster, "model.safetensors.index.json"))
+        if model.judge_cache(spec.name, cluster.deploy.model_id, model.parse_listing(listing.stdout if listing.rc == 0 else ""),
+                             index.stdout if index.rc == 0 else None):
+            incomplete.append(spec.name)
+    return incomplete
+
+
+def test_compose_offline(node, cluster):
+    name, svc = service(node, cluster)
+    incomplete = model_incomplete_on(node, cluster)
+    if incomplete:
+        pytest.skip(f"{cluster.deploy.model_id} is not complete on {', '.join(incomplete)} (see test_model_artifacts): "
+                    "HF_HUB_OFFLINE=1 is for a model already on every node")
+    report(compose.judge_offline(node.name, name, compose.service_environment(svc)))
+
+
+def test_compose_caches(node, head, cluster):
+    name, svc = service(node, cluster)
+    heads = None if node.name == head.name else compose.cache_mounts(service(head, cluster)[1])
+    report(compose.judge_caches(node.name, name, compose.cache_mounts(svc), head.name, heads))

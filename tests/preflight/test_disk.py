@@ -1,5 +1,6 @@
 """Disk: free space where the Hugging Face cache and docker's data live covers what is still to be written there
-(the model's missing bytes, the image if it is not loaded) and a margin."""
+(the model's missing bytes, the image if it is not loaded) and a margin; one shard read with direct I/O per node, warned
+when a node reads more than twice as slowly as the fastest or would load the model past the distributed timeout."""
 
 import pytest
 
@@ -35,3 +36,15 @@ def test_disk_space(node, head, cluster):
     mine, heads = image_bytes(node, cluster), image_bytes(head, cluster)
     needs = {"the Hugging Face cache": max(0, (total or 0) - present), "docker's data": (heads or 0) if mine is None else 0}
     report(disk.judge_disk(node.name, free, needs, (total or 0) + (mine or heads or 0)))
+
+
+def test_shard_read_rate(node, cluster):
+    shard, direct, mine, why = gather.shard_read_rate(node)
+    if shard is None:
+        pytest.skip(f"{node.name}: no safetensors shard of {cluster.deploy.model_id} to read (see test_model_artifacts)")
+    if mine is None:
+        pytest.skip(f"{node.name}: dd gave no rate reading {shard}: {why}")
+    reads = [(n.name, gather.shard_read_rate(node.fleet.node(n.name))) for n in cluster.by_rank()]
+    rates = [(name, r[2]) for name, r in reads if r[1] and r[2] is not None]  # direct reads only: a cached one measures memory
+    report(disk.judge_read_rate(node.name, mine, max(rates, key=lambda x: x[1]) if rates else None, model_total(node, cluster),
+                                cluster.deploy.distributed_timeout_s, direct))

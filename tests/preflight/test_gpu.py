@@ -1,5 +1,6 @@
-"""GPU and image canaries: a bf16 matmul in the deployment image timed with nvidia-smi sampling under it, and the NCCL
-library torch in the image really loads. The programs are ours (gb10check/canary/), fed to the image's python3."""
+"""GPU and image canaries: a bf16 matmul in the deployment image timed with nvidia-smi sampling under it, a torch op and
+a Triton kernel compiled and run in the image, and the NCCL library torch in the image really loads. The programs are
+ours (gb10check/canary/), fed to the image's python3."""
 
 import pytest
 
@@ -27,6 +28,15 @@ def test_gpu_compute(node, cluster, measurements):
     for what, value, unit in gpu.measured(run.result, gpu.load_of(run.samples)):
         measurements(what, node.name, value, unit)
     report(gpu.judge_compute(node.name, run.result, run.samples, run.samples_error, cluster.expect, gather.fastest_compute(node)))
+
+
+def test_image_kernels(node, cluster):
+    needs_image(node, cluster)
+    result = gather.image_kernels(node)
+    runs_in = cluster.deploy.canary_python or cluster.deploy.image
+    if result.get("gpu") is None:
+        pytest.skip(f"{node.name}: {result.get('reason')} in {runs_in}: no GPU kernel to build or run")
+    report(gpu.judge_image_kernels(node.name, result, runs_in, gather.program(cluster, "kernels")[1]))
 
 
 def test_image_nccl(node, head, cluster, measurements):

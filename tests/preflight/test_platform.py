@@ -1,4 +1,5 @@
-"""Platform hygiene: the kernel command line, BIOS and ConnectX firmware as on rank 0; no known-bad version
+"""Platform hygiene: the kernel command line, BIOS and ConnectX firmware as on rank 0; each ConnectX-7 function's PCIe link
+(lspci LnkSta) at the profile's speed and width; no known-bad version
 (gb10check/advisories.py); no reboot pending; the NVIDIA driver packages held; a clean kernel log since boot."""
 
 import pytest
@@ -68,3 +69,25 @@ def test_kernel_log(node):
     if log.source == "none":
         pytest.skip(f"{node.name}: neither journalctl -k -b nor dmesg could be read (sudo -n dmesg by hand)")
     report(platform.judge_kernel_log(node.name, log))
+
+
+def pci_netdevs(node) -> dict[str, str]:
+    """PCI address -> QSFP netdev, from ethtool -i's bus-info (lspci does not name netdevs)."""
+    found = {}
+    for link in node.spec.links:
+        out = gather.result(node, gather.ethtool_info(link.netdev), sudo=True)
+        info = gather.parse_or_error("ethtool", out.stdout)[0] if out.rc == 0 else None
+        found.update({i.bus_info.lower(): link.netdev for i in info or [] if i.bus_info})
+    return found
+
+
+def test_pcie_link(node, cluster):
+    out = gather.result(node, gather.LSPCI, sudo=True)
+    if out.rc == 127 or "lspci: not found" in out.stderr or "lspci: command not found" in out.stderr:
+        pytest.skip(f"{node.name}: lspci is not installed (sudo apt install pciutils)")
+    if out.rc == 0 and not out.stdout.strip():
+        pytest.skip(f"{node.name}: lspci lists no Mellanox PCI function (see test_rdma_link_up)")
+    functions = gather.parsed(node, "lspci", gather.LSPCI, sudo=True)
+    if not any(f.is_connectx7 for f in functions):
+        pytest.skip(f"{node.name}: no ConnectX-7 (MT2910, 15b3:1021) among the Mellanox PCI functions")
+    report(platform.judge_pcie(node.name, functions, pci_netdevs(node), cluster.expect.pcie_speed_gts, cluster.expect.pcie_width))

@@ -1,6 +1,7 @@
 """nvidia-smi: the GB10 table (nvidia_smi/gb10-*: the timestamp line padded to 31 columns, the 89-column
 boxes, bus id 0000000F:01:00.0, `Not Supported` memory, the Processes box listing this node's GPU processes:
-vLLM's `VLLM::` processes with their resident memory), -L, --query-gpu CSV (with or without header/units),
+vLLM's `VLLM::` processes with their resident memory), -L, --query-gpu CSV (with or without header/units;
+the compute canary's clock/power fields from the state's gpu_load, looping with -lms / -l until killed),
 and the driver's failures (no driver in a container without --gpus; NVML mismatch)."""
 
 import os
@@ -32,24 +33,62 @@ def gpu_processes() -> list[tuple[int, str, int]]:
     return found
 
 
-def query(s: dict, args: list[str], fields_arg: str) -> int:
+# What the GPU reports under the compute canary's load (simulated figures: the stand-in cannot see the load, so it
+# answers as a busy GPU, clock-event reasons 0: not idle). A scenario sets the state's gpu_load to change them.
+BUSY = {"sm_clock_mhz": 2405, "max_sm_clock_mhz": 3003, "power_w": 38.52, "temperature_c": 52, "clock_event_reasons": 0}
+ALIASES = {"clocks.sm": "clocks.current.sm", "clocks_throttle_reasons.active": "clocks_event_reasons.active"}  # header names
+
+
+def load(s: dict) -> dict:
+    return {**BUSY, **(s.get("gpu_load") or {})}
+
+
+def values(s: dict) -> dict[str, tuple[str, str]]:
+    """field -> (value as printed with units, the header's unit)."""
+    g = load(s)
+    return {"name": (s["gpu_name"], ""), "driver_version": (s["user_driver"], ""), "memory.total": ("[N/A]", " [MiB]"),
+            "memory.used": ("[N/A]", " [MiB]"), "memory.free": ("[N/A]", " [MiB]"), "utilization.gpu": ("0 %", " [%]"),
+            "power.draw": (f"{g['power_w']:.2f} W", " [W]"), "temperature.gpu": (str(g["temperature_c"]), ""),
+            "pci.bus_id": (BUS_ID, ""), "uuid": (s["gpu_uuid"], ""), "persistence_mode": ("Enabled", ""),
+            "clocks.current.sm": (f"{g['sm_clock_mhz']} MHz", " [MHz]"), "clocks.max.sm": (f"{g['max_sm_clock_mhz']} MHz", " [MHz]"),
+            "clocks_event_reasons.active": (f"0x{g['clock_event_reasons']:016x}", "")}
+
+
+def loop_seconds(args: list[str]) -> float | None:
+    """-lms N (milliseconds) or -l N / --loop=N (seconds): sample until killed."""
+    for i, a in enumerate(args):
+        for flag, scale in (("-lms", 1e-3), ("--loop-ms", 1e-3), ("-l", 1.0), ("--loop", 1.0)):
+            if a == flag and i + 1 < len(args):
+                return float(args[i + 1]) * scale
+            if a.startswith(flag + "="):
+                return float(a.split("=", 1)[1]) * scale
+    return None
+
+
+def query_rows(s: dict, args: list[str], fields_arg: str) -> tuple[list[str], int]:
+    """The lines of one query (the header first unless noheader), and the exit status."""
     fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
-    values = {"name": (s["gpu_name"], ""), "driver_version": (s["user_driver"], ""), "memory.total": ("[N/A]", " [MiB]"),
-              "memory.used": ("[N/A]", " [MiB]"), "memory.free": ("[N/A]", " [MiB]"), "utilization.gpu": ("0 %", " [%]"),
-              "power.draw": ("11.17 W", " [W]"), "temperature.gpu": ("35", ""), "pci.bus_id": (BUS_ID, ""),
-              "uuid": (s["gpu_uuid"], ""), "persistence_mode": ("Enabled", "")}
-    fields = fields_arg.split(",")
-    unknown = [f for f in fields if f not in values]
+    known = values(s)
+    fields = [ALIASES.get(f, f) for f in fields_arg.split(",")]
+    unknown = [f for f, name in zip(fields_arg.split(","), fields) if name not in known]
     if unknown:
-        print(f'Field "{unknown[0]}" is not a valid field to query.\n')
-        return 2
-    if "noheader" not in fmt:
-        print(", ".join(f + ("" if "nounits" in fmt else values[f][1]) for f in fields))
-    cells = [values[f][0] for f in fields]
+        return [f'Field "{unknown[0]}" is not a valid field to query.', ""], 2
+    lines = [] if "noheader" in fmt else [", ".join(f + ("" if "nounits" in fmt else known[f][1]) for f in fields)]
+    cells = [known[f][0] for f in fields]
     if "nounits" in fmt:
-        cells = [c.rsplit(" ", 1)[0] if c.endswith((" %", " W")) else c for c in cells]
-    print(", ".join(cells))
-    return 0
+        cells = [c.rsplit(" ", 1)[0] if c.endswith((" %", " W", " MHz")) else c for c in cells]
+    return lines + [", ".join(cells)], 0
+
+
+def query(s: dict, args: list[str], fields_arg: str) -> int:
+    lines, rc = query_rows(s, args, fields_arg)
+    print("\n".join(lines), flush=True)
+    every = loop_seconds(args)
+    if rc or every is None:
+        return rc
+    while True:  # the real tool samples until it is killed; each sample reads the node's state again
+        time.sleep(every)
+        print(query_rows(state(), args, fields_arg)[0][-1], flush=True)
 
 
 def table(s: dict) -> None:

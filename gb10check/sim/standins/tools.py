@@ -4,6 +4,7 @@ from .ethtool import ethtool
 from .ib_write_bw import ib_write_bw
 from .ibdev2netdev import ibdev2netdev
 from .ibv_devinfo import ibv_devinfo
+from .lspci import lspci
 from .nccl import all_gather_perf, mpirun
 from .nvidia_smi import nvidia_smi
 from .oci_hook import nvidia_container_runtime_hook
@@ -12,7 +13,7 @@ from .state_sync import refresh_loop
 
 COMMANDS = {"nvidia-smi": nvidia_smi, "nvidia-container-runtime-hook": nvidia_container_runtime_hook, "ibdev2netdev": ibdev2netdev,
             "show_gids": show_gids, "ibv_devinfo": ibv_devinfo, "ethtool": ethtool, "ib_write_bw": ib_write_bw, "mpirun": mpirun,
-            "all_gather_perf": all_gather_perf, "refresh-loop": refresh_loop}
+            "all_gather_perf": all_gather_perf, "lspci": lspci, "refresh-loop": refresh_loop}
 
 # What a node gets in /usr/local/bin (refresh-loop is the state syncer's unit, not a tool).
 TOOLS = [name for name in COMMANDS if name != "refresh-loop"]

@@ -1,0 +1,121 @@
+"""Stand-ins rendered as pure functions (no simulated cluster): a node's stand-in state in, the tool's text out, read
+back with the suite's own parser and judged as the check judges it. A scenario's state change (its Step.state merged as
+`gb10check.sim.scenarios.apply` merges it) must make the judge fail; the healthy state must pass."""
+
+import pytest
+
+from gb10check.checks import gpu, platform
+from gb10check.cluster import Expect
+from gb10check.facts import parse
+from gb10check.gather import SMI_SAMPLE
+from gb10check.remedies import Code
+from gb10check.sim import scenarios
+from gb10check.sim.control import node_state
+from gb10check.sim.standins import lspci, nvidia_smi
+from gb10check.sim.topology import pair_or_switch
+from gb10check.gather import LSPCI
+
+NODES = pair_or_switch(2)
+SIM_NETDEVS = {"0000:01:00.0": "enp1s0f0np0", "0002:01:00.0": "enP2p1s0f0np0"}  # the ethtool stand-in's bus-info
+
+
+def state(rank: int, scenario: str | None = None) -> dict:
+    """Node `rank`'s stand-in state as `gb10check sim up` writes it, with the scenario's state steps merged in."""
+    s = node_state(NODES[rank])
+    for step in scenarios.SCENARIOS[scenario].steps if scenario else ():
+        if step.state and step.rank in (-1, rank):
+            s = scenarios.merge(s, step.state)
+    return s
+
+
+def args_of(command: str) -> list[str]:
+    return command.split()[1:]
+
+
+# ---- lspci -------------------------------------------------------------------------------------
+
+
+def test_lspci_healthy_is_gen5_x4_everywhere():
+    text, rc = lspci.render(state(1), args_of(LSPCI), root=True)
+    assert rc == 0
+    functions = parse("lspci", text)
+    assert [(f.address, str(f.sta), f.sta.width_mark) for f in functions] == [
+        (a, "32GT/s x4", "ok") for a in ("0000:01:00.0", "0000:01:00.1", "0002:01:00.0", "0002:01:00.1")]
+    assert "\tLnkSta:\tSpeed 32GT/s (ok), Width x4 (ok)\n" in text
+    assert "\n\n0000:01:00.1 Ethernet controller [0200]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]\n" in text
+    assert platform.judge_pcie("pgx-32", functions, SIM_NETDEVS, 32.0, 4) == []
+
+
+def test_lspci_pcie_gen5_x2_scenario_fails_the_second_controller():
+    text, _ = lspci.render(state(1, "pcie-gen5-x2"), args_of(LSPCI), root=True)
+    assert "\tLnkSta:\tSpeed 32GT/s (ok), Width x2 (downgraded)\n" in text
+    found = platform.judge_pcie("thinkstationpgx-32", parse("lspci", text), SIM_NETDEVS, 32.0, 4)
+    assert [(f.code, f.where) for f in found] == [(Code.PCIE_DEGRADED, "thinkstationpgx-32:0002:01:00.0"),
+                                                  (Code.PCIE_DEGRADED, "thinkstationpgx-32:0002:01:00.1")]
+    assert found[0].seen.startswith("0002:01:00.0 (enP2p1s0f0np0) Mellanox Technologies MT2910 Family [ConnectX-7]: "
+                                    "LnkSta 32GT/s x2 (downgraded), LnkCap 32GT/s x4 (width below)")
+    # Rank 0 is untouched by the scenario.
+    text0, _ = lspci.render(state(0, "pcie-gen5-x2"), args_of(LSPCI), root=True)
+    assert platform.judge_pcie("thinkstationpgx-30", parse("lspci", text0), SIM_NETDEVS, 32.0, 4) == []
+
+
+def test_lspci_without_root_and_with_a_filter():
+    text, _ = lspci.render(state(0), ["-vv"], root=False)
+    assert text.count("\tCapabilities: <access denied>\n") == 4
+    assert text.startswith("0000:01:00.0 Ethernet controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n")
+    [f] = platform.judge_pcie("pgx", parse("lspci", text), {}, 32.0, 4)
+    assert f.not_checked
+    one, _ = lspci.render(state(0), ["-vv", "-s", "0002:01:00.1"], root=True)
+    assert [f.address for f in parse("lspci", one)] == ["0002:01:00.1"]
+    assert lspci.render(state(0), ["-d", "10de:"], root=True)[0] == ""
+    assert lspci.render(state(0), [], root=True)[0].splitlines()[0] == (
+        "0000:01:00.0 Ethernet controller: Mellanox Technologies MT2910 Family [ConnectX-7]")
+
+
+# ---- nvidia-smi: the compute canary's sampling query --------------------------------------------
+
+SAMPLE_ARGS = args_of(SMI_SAMPLE)
+CPU_RUN = {"tflops": 0.0648, "device": "cpu", "backend": "cpu", "dtype": "float32", "n": 1024}  # the sim's CPU torch
+
+
+def samples(s: dict, n: int = 6) -> str:
+    """What the background sampler's file holds after n samples: its command line (gather writes it) and the rows."""
+    lines, rc = nvidia_smi.query_rows(s, SAMPLE_ARGS, SMI_SAMPLE.split("--query-gpu=")[1].split()[0])
+    assert rc == 0
+    return f"$ {SMI_SAMPLE}\n" + "\n".join(lines * n) + "\n"
+
+
+def test_the_sampling_query_is_answered_as_on_a_real_gpu():
+    assert nvidia_smi.loop_seconds(SAMPLE_ARGS) == 0.5
+    assert nvidia_smi.loop_seconds(["-l", "2"]) == 2.0 and nvidia_smi.loop_seconds(["-L"]) is None
+    text = samples(state(0))
+    assert text.splitlines()[1] == "2405, 3003, 38.52, 52, 0x0000000000000000"  # noheader,nounits: as the H200 capture
+    rows = parse("nvidia_smi_query", text)
+    assert rows[0] == {"clocks_current_sm_mhz": 2405.0, "clocks_max_sm_mhz": 3003.0, "power_draw_w": 38.52, "temperature_gpu": 52.0,
+                       "clocks_event_reasons_active": "0x0000000000000000"}
+    # With the header: the canonical names nvidia-smi prints for the aliases.
+    header, _ = nvidia_smi.query_rows(state(0), ["--format=csv"], "clocks.sm,clocks_throttle_reasons.active,power.draw")
+    assert header == ["clocks.current.sm [MHz], clocks_event_reasons.active, power.draw [W]", "2405 MHz, 0x0000000000000000, 38.52 W"]
+    assert gpu.judge_compute("pgx-30", CPU_RUN, rows, None, Expect(), None) == []
+    bad, rc = nvidia_smi.query_rows(state(0), [], "clocks.bogus")
+    assert (bad, rc) == (['Field "clocks.bogus" is not a valid field to query.', ""], 2)
+
+
+def test_gpu_stuck_low_power_fails_the_clock_floor():
+    rows = parse("nvidia_smi_query", samples(state(1, "gpu-stuck-low-power")))
+    [f] = gpu.judge_compute("thinkstationpgx-32", CPU_RUN, rows, None, Expect(), None)
+    assert f.code is Code.GPU_CLOCK_LOW
+    assert f.text.startswith("[gpu-clock-low] thinkstationpgx-32: saw SM clock 801 MHz under load (median of 6 samples, max "
+                             "3003.0 MHz), 19.6 W, reasons none; expected >= 1200 MHz (expect.min_sm_clock_mhz)\n"
+                             "  fix: power thinkstationpgx-32 off at the wall")
+    assert gpu.judge_compute("thinkstationpgx-30", CPU_RUN, parse("nvidia_smi_query", samples(state(0, "gpu-stuck-low-power"))),
+                             None, Expect(), None) == []
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_every_scenario_state_renders(rank):
+    """Every scenario's stand-in state still renders both tools (a state key a stand-in cannot read shows here)."""
+    for name in scenarios.SCENARIOS:
+        s = state(rank, name)
+        assert lspci.render(s, args_of(LSPCI), root=True)[1] == 0
+        assert nvidia_smi.query_rows(s, SAMPLE_ARGS, "clocks.sm,power.draw")[1] == 0
