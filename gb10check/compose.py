@@ -266,7 +266,8 @@ def interpolate(value, env: dict[str, str]):
 def vllm_service(config: dict) -> tuple[str, dict] | None:
     services = config.get("services") or {}
     for name, svc in services.items():
-        if isinstance(svc, dict) and "vllm" in json.dumps([svc.get("command"), svc.get("entrypoint"), svc.get("image")]):
+        if isinstance(svc, dict) and "vllm" in json.dumps([svc.get("command"), svc.get("entrypoint"), svc.get("image"),
+                                                            svc.get(SERVE_FIELD)]):
             return name, svc
     return None
 
