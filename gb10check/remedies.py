@@ -267,7 +267,7 @@ REMEDIES: dict[Code, str] = {
                            "node types can fulfill resource request {{'GPU': 1.0, 'node:...': 0.001}}; spark-vllm-docker issue 227)",
     Code.RAY_GPUS: "check the GPU inside each node's Ray container (docker exec gb10-ray nvidia-smi -L: the NVIDIA container "
                    "toolkit and the compose file's GPU reservation), then restart Ray there: --tensor-parallel-size "
-                   "{expected} needs {expected} GPUs in the cluster",
+                   "{gpus} needs {gpus} GPUs in the cluster",
     Code.COMPOSE_RAY_ROLE: "rank 0 runs the Ray head (ray start --head --port={port}) and every other rank a worker (ray start "
                            "--address={gcs}): fix the command on {node} (scripts/compose-render writes it)",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "

@@ -88,7 +88,7 @@ def judge_start_args(cluster: Cluster, node: Node, where: str, args: list[str] |
     if "--block" not in args:
         bad(Code.COMPOSE_ARG, "ray start without --block (the container ends as soon as Ray is started)", "--block",
             arg="--block", value="")
-    own = {l.ip for l in node.links}
+    own = {link.ip for link in node.links}
     ip = compose.flag(args, "--node-ip-address")
     if ip not in own:
         bad(Code.COMPOSE_ARG, f"--node-ip-address {ip}" if ip else "no --node-ip-address (Ray picks an address itself: the LAN "
@@ -169,8 +169,8 @@ def judge_names(cluster: Cluster, node: Node, ifaces: list[Interface], ports: li
     RDMA devices (NCCL_IB_HCA) are here and ACTIVE: vLLM copies the head's variables to every Ray worker."""
     head = cluster.head
     netdev = head.links[0].netdev
-    hcas = [l.rdma_device for l in head.links if l.rdma_device]
-    own = {l.ip for l in node.links}
+    hcas = [link.rdma_device for link in head.links if link.rdma_device]
+    own = {link.ip for link in node.links}
     by_name = {i.name: i for i in ifaces}
     iface = by_name.get(netdev)
     problems = []
@@ -207,8 +207,8 @@ def judge_status(cluster: Cluster, head: str, status: RayStatus) -> list[Finding
     gpus, need = status.total("GPU"), gpus_needed(cluster)
     if gpus is None or gpus < need:
         f.append(Finding(Code.RAY_GPUS, head, f"ray status: {gpus if gpus is not None else 'no'} GPU in the cluster",
-                         f"{need} GPUs (--tensor-parallel-size {need})", expected=need))
-    qsfp = {l.ip for node in cluster.nodes for l in node.links}
+                         f"{need} GPUs (--tensor-parallel-size {need})", gpus=need))
+    qsfp = {link.ip for node in cluster.nodes for link in node.links}
     for address in status.demanded_node_addresses:
         if address not in qsfp:
             owner = next((nd for nd in cluster.nodes if nd.address == address), None)
@@ -224,9 +224,9 @@ def match(cluster: Cluster, node: Node, ray_nodes: list[RayNode]) -> tuple[RayNo
     """(the alive Ray node at one of this node's QSFP addresses, or None; the alive Ray node that is this machine at
     another address, by its management address or host name, or None)."""
     alive = [r for r in ray_nodes if r.alive]
-    own = {l.ip for l in node.links}
+    own = {link.ip for link in node.links}
     at_qsfp = next((r for r in alive if r.address in own), None)
-    qsfp = {l.ip for n in cluster.nodes for l in n.links}
+    qsfp = {link.ip for n in cluster.nodes for link in n.links}
     elsewhere = next((r for r in alive if r.address not in qsfp and (r.address == node.address or r.hostname == node.name)),
                      None)
     return at_qsfp, elsewhere
@@ -241,9 +241,9 @@ def judge_node(cluster: Cluster, node: Node, ray_nodes: list[RayNode]) -> list[F
                         f"{elsewhere.hostname or '?'}, node {elsewhere.node_id[:12]})", f"its QSFP address {want}",
                         address=want)]
     if at_qsfp is None:
-        strays = [r for r in ray_nodes if r.alive and r.address not in {l.ip for n in cluster.nodes for l in n.links}]
-        dead = [r for r in ray_nodes if not r.alive and r.address in {l.ip for l in node.links}]
-        seen = "no alive Ray node at " + ", ".join(l.ip for l in node.links)
+        strays = [r for r in ray_nodes if r.alive and r.address not in {link.ip for n in cluster.nodes for link in n.links}]
+        dead = [r for r in ray_nodes if not r.alive and r.address in {link.ip for link in node.links}]
+        seen = "no alive Ray node at " + ", ".join(link.ip for link in node.links)
         if dead:
             seen += f" (one there died: node {dead[0].node_id[:12]})"
         if strays:
@@ -252,5 +252,5 @@ def judge_node(cluster: Cluster, node: Node, ray_nodes: list[RayNode]) -> list[F
                         gcs=gcs_address(cluster))]
     if at_qsfp.gpus < 1:
         return [Finding(Code.RAY_GPUS, node.name, f"the Ray node at {at_qsfp.address} has {at_qsfp.gpus:g} GPU",
-                        "1 GPU (the GB10's)", expected=gpus_needed(cluster))]
+                        "1 GPU (the GB10's)", gpus=gpus_needed(cluster))]
     return []
