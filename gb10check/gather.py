@@ -360,7 +360,12 @@ def text(node: RemoteNode, command: str, sudo: bool = False) -> str:
 
 
 def parsed(node: RemoteNode, kind: str, command: str, sudo: bool = False, ok_codes: tuple[int, ...] = (0,)) -> Any:
-    out = result(node, command, sudo)
+    return parsed_output(node, kind, result(node, command, sudo), ok_codes)
+
+
+def parsed_output(node: RemoteNode, kind: str, out: Output, ok_codes: tuple[int, ...] = (0,)) -> Any:
+    """An output already had (a command run once per run) read as `parsed` reads one: NOT CHECKED when unreadable."""
+    command = out.command
     if out.rc == TIMED_OUT:
         _unfinished(node, out)
     body = out.stdout + (out.stderr if out.rc not in ok_codes else "")
@@ -424,6 +429,18 @@ def vllm_args(node: RemoteNode, service: dict, program: str = "vllm") -> list[st
         not_checked(Code.DRY_RUN_FAILED, node.name, f"the dry run exited {dry.rc}: {dry.output[-200:] or 'no output'}",
                     f"the service's command to reach `{program}` within the dry run's time", command=shown)
     return dry.args if dry else None
+
+
+def ray_head_output(head: RemoteNode, command: str) -> Output | None:
+    """`command` (RAY_STATUS, RAY_NODES) in rank 0's Ray container, once per run (read it with `parsed_output`); None when
+    no Ray container runs there (Ray not started yet: these checks are for after `ray start`)."""
+    fleet = getattr(head, "fleet", None)
+    out = fleet.once(head.name, command, max(fleet.cluster.ssh.command_timeout_s, 60)) if fleet is not None \
+        else result(head, command)
+    said = out.stdout + out.stderr
+    if out.rc != 0 and ("No such container" in said or "is not running" in said):
+        return None
+    return out
 
 
 def service_args(node: RemoteNode, cluster: Cluster, service: dict | None) -> tuple[list[str] | None, list[str] | None]:
