@@ -163,6 +163,48 @@ class NcclPin(Strict):
     build_id: str | None = Field(None, pattern=r"^[0-9a-f]{16,64}$")
 
 
+class RaySettings(Strict):
+    """The Ray cluster of `deploy.executor: ray` (NVIDIA's two-node vLLM playbook, vLLM's run_cluster.sh): every port a
+    node opens to the others is pinned, so ufw can allow exactly these and the checks can name them."""
+
+    port: int = Field(6379, ge=1, le=65535)  # GCS on the head: `ray start --head --port=6379`, workers --address=HEAD:6379
+    node_manager_port: int = Field(6700, ge=1, le=65535)  # raylet; Ray's default is a random port
+    object_manager_port: int = Field(6701, ge=1, le=65535)  # object transfers between nodes; random by default
+    runtime_env_agent_port: int = Field(6702, ge=1, le=65535)
+    dashboard_agent_grpc_port: int = Field(6703, ge=1, le=65535)
+    metrics_export_port: int = Field(6704, ge=1, le=65535)
+    dashboard_agent_listen_port: int = Field(52365, ge=1, le=65535)  # Ray's default
+    min_worker_port: int = Field(10002, ge=1, le=65535)  # Ray's default lower bound
+    max_worker_port: int = Field(10101, ge=1, le=65535)  # Ray's default is 19999: a hundred ports are plenty for TP
+    dashboard: bool = False  # true: the dashboard on the head, bound to 127.0.0.1:dashboard_port (ssh -L to see it)
+    dashboard_port: int = Field(8265, ge=1, le=65535)
+
+    @model_validator(mode="after")
+    def worker_range(self):
+        if self.min_worker_port > self.max_worker_port:
+            raise ValueError(f"min_worker_port {self.min_worker_port} is above max_worker_port {self.max_worker_port}")
+        fixed = {"port": self.port, "node_manager_port": self.node_manager_port, "object_manager_port": self.object_manager_port,
+                 "runtime_env_agent_port": self.runtime_env_agent_port, "dashboard_agent_grpc_port": self.dashboard_agent_grpc_port,
+                 "metrics_export_port": self.metrics_export_port, "dashboard_agent_listen_port": self.dashboard_agent_listen_port}
+        seen: dict[int, str] = {}
+        for name, port in fixed.items():
+            if port in seen:
+                raise ValueError(f"{name} and {seen[port]} are both {port}")
+            if self.min_worker_port <= port <= self.max_worker_port:
+                raise ValueError(f"{name} {port} is inside the worker port range {self.min_worker_port}-{self.max_worker_port}")
+            seen[port] = name
+        return self
+
+    def cross_node_ports(self, head: bool) -> dict[str, int]:
+        """The ports the other nodes connect to on this node (the GCS only on the head); the worker range is apart."""
+        return {**({"port": self.port} if head else {}), "node_manager_port": self.node_manager_port,
+                "object_manager_port": self.object_manager_port}
+
+
+EXECUTORS = {"mp": "vLLM's multiprocess executor with --headless followers, the field report's",
+             "ray": "a Ray head and a Ray worker per node with --distributed-executor-backend ray, NVIDIA's two-node playbook"}
+
+
 class Deploy(Strict):
     workdir: str = "~/vllm"
     compose_file: str = "compose.yml"
@@ -192,11 +234,20 @@ class Deploy(Strict):
     # Run the suite's canary programs (test_gpu_compute, test_image_nccl) with this Python on the node instead of in the
     # image (a machine without docker; its own torch is then what is measured). null: in the image, with --gpus all.
     canary_python: str | None = None
-    nccl: "NcclPin | None" = None
+    nccl: "NcclPin | None" = None  # the libnccl torch in the image must load (test_image_nccl); null: equal to rank 0's only
+    executor: str = "mp"  # mp | ray (see EXECUTORS); README: "Choosing the executor"
+    ray: RaySettings = RaySettings()  # used with executor: ray
+
+    @field_validator("executor")
+    @classmethod
+    def known_executor(cls, v):
+        if v not in EXECUTORS:
+            raise ValueError("expected " + " or ".join(f"'{k}' ({what})" for k, what in EXECUTORS.items()) + f", got {v!r}")
+        return v
 
     @property
     def compile_cache(self) -> str:
-        return self.cache_dir or f"{self.workdir}/cache"  # the libnccl torch in the image must load (test_image_nccl); null: equal to rank 0's only
+        return self.cache_dir or f"{self.workdir}/cache"
 
 
 class Serving(Strict):
@@ -280,6 +331,21 @@ class Cluster(Strict):
     @property
     def base_url(self) -> str:
         return self.serving.base_url or f"http://{self.head.address}:{self.deploy.api_port}/v1"
+
+    @property
+    def uses_ray(self) -> bool:
+        """The deployment forms a Ray cluster (deploy.executor: ray) instead of vLLM's multiprocess ranks."""
+        return self.deploy.executor == "ray"
+
+    def required_ports(self) -> list[int]:
+        """The ports the reachability probes open and connect to over every link: the profile's, and with Ray the ports
+        nodes connect to each other on (GCS, node manager, object manager, both ends of the worker range)."""
+        ports = list(self.expect.reachable_ports)
+        if self.uses_ray:
+            r = self.deploy.ray
+            ports += [p for p in (r.port, r.node_manager_port, r.object_manager_port, r.min_worker_port, r.max_worker_port)
+                      if p not in ports]
+        return ports
 
     @property
     def master_addr(self) -> str:

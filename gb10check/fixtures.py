@@ -10,6 +10,7 @@
 - `required_port`: one test per port the profile requires open.
 - `node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
 - `head`: rank 0. `api`: the served API (plain HTTP, bearer key from serving.api_key_env).
+- `ray_cluster`: the cluster, for the Ray path's checks; they skip, saying so, when deploy.executor is mp.
 - `measurements`: records figures (Gb/s, tok/s ...) that the run prints at its end and the report plots.
 Each hands out one of the plugin's private, parametrized values (gb10check/plugin.py says why).
 """
@@ -78,6 +79,15 @@ def api(cluster):
 
     key_env = cluster.serving.api_key_env
     return Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(cluster):
+    """The cluster when it deploys through Ray (deploy.executor: ray). With mp the Ray checks skip before they touch a
+    node, with that reason: one line each in the report, never a failure, never NOT CHECKED."""
+    if not cluster.uses_ray:
+        pytest.skip("deploy.executor is mp: the Ray checks apply to deploy.executor: ray")
+    return cluster
 
 
 @pytest.fixture

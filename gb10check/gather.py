@@ -118,6 +118,23 @@ def disk_free(paths: list[str]) -> str:
 
 DOCKER_ROOT = "/var/lib/docker"
 
+# The Ray path (deploy.executor: ray). Ray's version in the image: the CLI the Ray service runs, then the module vLLM
+# imports (both print their errors when Ray is missing: bash's `ray: command not found`, Python's ModuleNotFoundError).
+RAY_VERSION_SCRIPT = "ray --version; python3 -c 'import ray; print(\"ray.__version__=\" + ray.__version__)'"
+# On the head, in its Ray container: `ray status` (the playbook's own check) and the node list with each node's address
+# (ray.nodes(): a driver of the running cluster; it needs no dashboard, which `ray list nodes` does).
+RAY_STATUS = f"docker exec {compose.RAY_CONTAINER_NAME} ray status"
+RAY_NODES_SCRIPT = ('import json, ray; ray.init(address="auto", logging_level="ERROR", log_to_driver=False); '
+                    'print(json.dumps(ray.nodes()))')
+RAY_NODES = f"docker exec {compose.RAY_CONTAINER_NAME} python3 -c {shlex.quote(RAY_NODES_SCRIPT)}"
+
+
+def ray_version(image: str, extra_volumes: list[str]) -> str:
+    """Ray in the deployment image, as the Ray service would find it (its extra volumes; never pulls)."""
+    volumes = "".join(f" -v {shlex.quote(v)}" for v in extra_volumes)
+    return (f"docker run --rm --pull never --entrypoint /bin/bash{volumes} {shlex.quote(image)} -c "
+            f"{shlex.quote(RAY_VERSION_SCRIPT)}")
+
 
 def compose_files(cluster: Cluster) -> tuple[str, str]:
     d = cluster.deploy
@@ -161,7 +178,8 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
             *(mtu(l.netdev) for l in node.links), *(route_to(ip) for ip in peers),
             CMDLINE, BIOS_VERSION, BIOS_DATE, DRIVER_PACKAGES,
             UNATTENDED_UPGRADES, REBOOT_REQUIRED, RDMA_COUNTERS, NM_PROFILES, IBV_DEVINFO,
-            disk_free([cluster.deploy.hf_cache, DOCKER_ROOT])]
+            disk_free([cluster.deploy.hf_cache, DOCKER_ROOT]),
+            *([ray_version(cluster.deploy.image, cluster.deploy.extra_volumes)] if cluster.uses_ray else [])]
     sudo = [UFW_STATUS, UFW_USER_RULES, UFW_CONF, UFW_LIVE, netplan_mode(cluster.expect.netplan_file), cat(cluster.expect.netplan_file),
             *(ethtool(l.netdev) for l in node.links), *(ethtool_info(l.netdev) for l in node.links), KERNEL_LOG, LSPCI]
     return {False: user, True: sudo}
@@ -375,7 +393,12 @@ def text(node: RemoteNode, command: str, sudo: bool = False) -> str:
 
 
 def parsed(node: RemoteNode, kind: str, command: str, sudo: bool = False, ok_codes: tuple[int, ...] = (0,)) -> Any:
-    out = result(node, command, sudo)
+    return parsed_output(node, kind, result(node, command, sudo), ok_codes)
+
+
+def parsed_output(node: RemoteNode, kind: str, out: Output, ok_codes: tuple[int, ...] = (0,)) -> Any:
+    """An output already had (a command run once per run) read as `parsed` reads one: NOT CHECKED when unreadable."""
+    command = out.command
     if out.rc == TIMED_OUT:
         _unfinished(node, out)
     body = out.stdout + (out.stderr if out.rc not in ok_codes else "")
@@ -422,23 +445,46 @@ class DryRun:
         return self.args is None and self.rc in compose.DRY_RUN_CANNOT_RUN
 
 
-def compose_dry_run(node: RemoteNode, service: dict) -> DryRun | None:
+def compose_dry_run(node: RemoteNode, service: dict, program: str = "vllm") -> DryRun | None:
     """Run the (interpolated) service's command on the node itself, never on the runner; None if it has no command."""
-    command = compose.dry_run_command(service)
+    command = compose.dry_run_command(service, program=program)
     if command is None:
         return None
     out = node.run(command, timeout=compose.DRY_RUN_TIMEOUT_S + 10)
     return DryRun(command, out.rc, compose.parse_dry_run(out.stdout), (out.stdout + out.stderr).strip())
 
 
-def vllm_args(node: RemoteNode, service: dict) -> list[str] | None:
-    """The arguments the service's command gives `vllm` on this node; NOT CHECKED if the dry run could not run there."""
-    dry = compose_dry_run(node, service)
+def vllm_args(node: RemoteNode, service: dict, program: str = "vllm") -> list[str] | None:
+    """The arguments the service's command gives `vllm` (or `ray`) on this node; NOT CHECKED if the dry run could not run."""
+    dry = compose_dry_run(node, service, program)
     if dry is not None and dry.could_not_run:
         shown = " ".join(str(a) for a in [*(service.get("entrypoint") or []), *(service.get("command") or [])])[:200]
         not_checked(Code.DRY_RUN_FAILED, node.name, f"the dry run exited {dry.rc}: {dry.output[-200:] or 'no output'}",
-                    "the service's command to reach `vllm` within the dry run's time", command=shown)
+                    f"the service's command to reach `{program}` within the dry run's time", command=shown)
     return dry.args if dry else None
+
+
+def ray_head_output(head: RemoteNode, command: str) -> Output | None:
+    """`command` (RAY_STATUS, RAY_NODES) in rank 0's Ray container, once per run (read it with `parsed_output`); None when
+    no Ray container runs there (Ray not started yet: these checks are for after `ray start`)."""
+    fleet = getattr(head, "fleet", None)
+    out = fleet.once(head.name, command, max(fleet.cluster.ssh.command_timeout_s, 60)) if fleet is not None \
+        else result(head, command)
+    said = out.stdout + out.stderr
+    if out.rc != 0 and ("No such container" in said or "is not running" in said):
+        return None
+    return out
+
+
+def service_args(node: RemoteNode, cluster: Cluster, service: dict | None) -> tuple[list[str] | None, list[str] | None]:
+    """(what `vllm` gets, what `ray` gets) from the (interpolated) service, each by a dry run on the node: for mp the
+    command's vllm and no ray; for Ray the serve script's vllm (x-gb10check-serve) and the command's `ray start`."""
+    if service is None:
+        return None, None
+    if not cluster.uses_ray:
+        return vllm_args(node, service), None
+    serve = compose.serve_service(service)
+    return (vllm_args(node, serve) if serve else None), vllm_args(node, service, program="ray")
 
 
 # ---- canary programs: ours, shipped in gb10check/canary/, fed to the image's python3 (or deploy.canary_python) -------

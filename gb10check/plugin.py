@@ -125,7 +125,7 @@ def _params(config: pytest.Config, cluster: Cluster, name: str) -> tuple[list, l
         return ([LinkPath(node(a), la, node(b), lb) for a, la, b, lb in paths],
                 [f"{a.name}:{la.netdev}->{b.name}:{lb.netdev}" for a, la, b, lb in paths])
     if name == "required_port":
-        ports = cluster.expect.reachable_ports
+        ports = cluster.required_ports()
         return ports, [f"port{p}" for p in ports]
     if name == "node_pair":
         pairs = [(a, b) for a in by_rank for b in by_rank if a.name != b.name]

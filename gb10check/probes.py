@@ -133,7 +133,7 @@ class Probes:
 
     def _measure(self) -> dict[str, PathResult]:
         run_id = uuid.uuid4().hex[:12]
-        ports = self.cluster.expect.reachable_ports
+        ports = self.cluster.required_ports()
         paths = list(self.paths())
         results = {_key(a.name, al.netdev, b.name, bl.netdev): PathResult() for a, al, b, bl in paths}
         nodes = {n.name: self.node(n.name) for n in self.cluster.by_rank()}

@@ -97,6 +97,15 @@ class Code(str, Enum):
     DISK_SLOW = "disk-slow"
     PATH_MTU = "path-mtu"
     PCIE_DEGRADED = "pcie-degraded"
+    RAY_MISSING = "ray-missing"
+    RAY_VERSION_DIFFERS = "ray-version-differs"
+    RAY_MEMORY_MONITOR = "ray-memory-monitor"
+    RAY_PORT_NOT_ALLOWED = "ray-port-not-allowed"
+    RAY_NAMES_DIFFER = "ray-names-differ"
+    RAY_NODE_MISSING = "ray-node-missing"
+    RAY_NODE_ADDRESS = "ray-node-address"
+    RAY_GPUS = "ray-gpus"
+    COMPOSE_RAY_ROLE = "compose-ray-role"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
     UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
@@ -264,6 +273,30 @@ REMEDIES: dict[Code, str] = {
                         "it off and on, then read `sudo lspci -vv -s {function}` again (LnkSta should say {want}); if it "
                         "still trains low on a current BIOS, ask the vendor (the controller's upstream port may have fewer lanes "
                         "wired) and expect that port's RDMA bandwidth to halve (source: {source})",
+    Code.RAY_MISSING: "the image {image} has no Ray on {node} (vLLM 0.18+ dropped ray from its dependencies; dgx-spark-playbooks "
+                      "issues 75 and 109: `ray: command not found`): build an image FROM it with pip install 'ray[default]' at "
+                      "the version every node runs, copy it to every node (gb10check sync), or use an image that ships Ray",
+    Code.RAY_VERSION_DIFFERS: "run the same image on every node (gb10check sync copies {head}'s to {node}): Ray refuses a node "
+                              "started with another Ray or Python version than the head's",
+    Code.RAY_MEMORY_MONITOR: "set RAY_memory_monitor_refresh_ms=0 in the Ray service's environment on {node}, as NVIDIA's "
+                             "playbook does: Ray's memory monitor otherwise kills vLLM's workers while the model fills unified "
+                             "memory (OutOfMemoryError: 1 worker(s) were killed ...)",
+    Code.RAY_PORT_NOT_ALLOWED: "on {node}: sudo ufw allow from {source} to any port {port} proto tcp (or the whole QSFP subnet: "
+                               "sudo ufw allow from {source}); the other Ray nodes connect to its {what}",
+    Code.RAY_NAMES_DIFFER: "vLLM copies the head's NCCL_*, GLOO_* and VLLM_* variables to every Ray worker: give {node} the "
+                           "interface and RDMA device names {head} has ({names}: cable the same QSFP port on every node), or "
+                           "use deploy.executor: mp, whose ranks read their own compose file",
+    Code.RAY_NODE_MISSING: "{node} is not in the Ray cluster: read its Ray container's log (docker logs gb10-ray on {node}), "
+                           "check it reaches the head's GCS at {gcs} over the QSFP link (ufw, test_port_open) with the same "
+                           "image, then start its Ray worker again",
+    Code.RAY_NODE_ADDRESS: "start {node}'s Ray with --node-ip-address={address} and VLLM_HOST_IP={address} (its QSFP address, "
+                           "what run_cluster.sh passes): registered elsewhere, vLLM's placement group never fits (No available "
+                           "node types can fulfill resource request {{'GPU': 1.0, 'node:...': 0.001}}; spark-vllm-docker issue 227)",
+    Code.RAY_GPUS: "check the GPU inside each node's Ray container (docker exec gb10-ray nvidia-smi -L: the NVIDIA container "
+                   "toolkit and the compose file's GPU reservation), then restart Ray there: --tensor-parallel-size "
+                   "{gpus} needs {gpus} GPUs in the cluster",
+    Code.COMPOSE_RAY_ROLE: "rank 0 runs the Ray head (ray start --head --port={port}) and every other rank a worker (ray start "
+                           "--address={gcs}): fix the command on {node} (scripts/compose-render writes it)",
     Code.API_DOWN: "start the stack (rank 0 first, then the followers with --headless) and wait for 'Application startup "
                    "complete' on rank 0; if it is up, check ufw allows the API port ({port}) and serving.base_url",
     Code.API_KEY: "the server requires an API key: export it in {env} (the cluster file names the variable, never the key)",

@@ -84,7 +84,23 @@ MISTAKES = [
      r"deploy\.tensor_parallel_size 3 is not a multiple of the 2 nodes"),
     ("duplicate node name", setitem(["nodes", 1, "name"], "thinkstationpgx-30"), r"node names must be unique"),
     ("missing ssh user", delitem(["ssh", "user"]), r"ssh\.user: Field required"),
+    ("unknown executor", setitem(["deploy", "executor"], "slurm"),
+     r"deploy\.executor: expected 'mp' \(vLLM's multiprocess executor with --headless followers, the field report's\) or 'ray' "
+     r"\(a Ray head and a Ray worker per node with --distributed-executor-backend ray, NVIDIA's two-node playbook\), got 'slurm'"),
+    ("ray port inside the worker range", setitem(["deploy", "ray"], {"node_manager_port": 10050}),
+     r"deploy\.ray: node_manager_port 10050 is inside the worker port range 10002-10101"),
+    ("ray worker range upside down", setitem(["deploy", "ray"], {"min_worker_port": 12000, "max_worker_port": 11000}),
+     r"deploy\.ray: min_worker_port 12000 is above max_worker_port 11000"),
+    ("ray ports twice", setitem(["deploy", "ray"], {"object_manager_port": 6700}),
+     r"deploy\.ray: object_manager_port and node_manager_port are both 6700"),
 ]
+
+
+def test_executor_defaults_to_mp_and_ray_adds_its_ports():
+    mp = parse_cluster(mutate(lambda d: None), "cluster.yaml")
+    assert mp.deploy.executor == "mp" and not mp.uses_ray and mp.required_ports() == mp.expect.reachable_ports
+    ray = parse_cluster(mutate(setitem(["deploy", "executor"], "ray")), "cluster.yaml")
+    assert ray.uses_ray and ray.required_ports() == [*mp.expect.reachable_ports, 6379, 6700, 6701, 10002, 10101]
 
 
 @pytest.mark.parametrize(("change", "message"), [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES])

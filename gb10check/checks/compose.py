@@ -10,6 +10,7 @@ from ..facts.ip import Interface
 from ..facts.rdma import IbPort
 from ..remedies import Code
 from ..verdict import Finding
+from . import ray
 from .links import roce_gid_indexes
 
 
@@ -46,9 +47,11 @@ def judge_files(node: str, compose_path: str, env_path: str, text: str | None, e
 
 
 def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], ifaces: list[Interface], ports: list[IbPort],
-          args: list[str] | None) -> list[Finding]:
+          args: list[str] | None, ray_args: list[str] | None = None) -> list[Finding]:
     """config: the compose file as YAML, not yet interpolated; env: the node's .env; args: what the service's command gave
-    `vllm` in a dry run on the node (None: it never called vllm)."""
+    `vllm` in a dry run on the node (None: it never called vllm). With deploy.executor ray, args are what the service's
+    serve script (x-gb10check-serve) gives `vllm`, and ray_args what its command gives `ray` (the Ray design is judged
+    instead of --headless)."""
     where = node.name
     found = compose.vllm_service(config)
     if found is None:
@@ -88,6 +91,15 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
     environment = {k: str(v) for k, v in environment.items()}
     f += _judge_env_vars(cluster, node, name, environment, ifaces, ports)
 
+    if cluster.uses_ray:
+        rank_from_env = env.get("NODE_RANK") == str(node.rank)
+        f += ray.judge_memory_monitor(f"{where}:{name}", node.name, environment)
+        f += ray.judge_start_args(cluster, node, f"{where}:{name}", ray_args, rank_from_env)
+        f += ray.judge_serve_args(cluster, node, f"{where}:{name}", args)
+        if args is not None and any(a.startswith(("-cc.cudagraph-mode", "--compilation-config.cudagraph-mode")) for a in args):
+            bad(Code.COMPOSE_CUDAGRAPH_HYPHEN, "-cc.cudagraph-mode (hyphen)", "-cc.cudagraph_mode (underscore)")
+        return f
+
     if args is None:
         bad(Code.COMPOSE_NO_VLLM, "the command never runs `vllm` (dry run with a stub vllm)", "vllm serve ...")
         return f
@@ -124,7 +136,9 @@ def _judge_env_vars(cluster: Cluster, node: Node, service: str, env: dict[str, s
     f = []
     own_ips = {l.ip for l in node.links}
     by_name = {i.name: i for i in ifaces}
-    for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+    # With Ray the playbook's other interface variables travel to the workers too: each, when set, must name it as well.
+    extra = [v for v in ("UCX_NET_DEVICES", "TP_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include") if v in env] if cluster.uses_ray else []
+    for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", *extra):
         ifname = env.get(var)
         iface = by_name.get(ifname or "")
         has_own = iface is not None and any(str(ipaddress.ip_interface(a).ip) in own_ips for a in iface.ipv4)

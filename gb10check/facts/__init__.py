@@ -7,7 +7,7 @@ reachable from the command line and must have captures that exercise it.
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
-from . import apt, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nmcli, nvidia, perftest, rdma, ufw, vllm_api, vllm_log
+from . import apt, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nmcli, nvidia, perftest, rdma, ray, ufw, vllm_api, vllm_log
 from ._text import ParseError
 
 
@@ -54,6 +54,9 @@ KINDS: dict[str, Kind] = {
     "lspci": Kind(lspci.parse, "lspci -vv [-nn] [-D] [-d 15b3:] [-s BDF] (as root: the capability blocks)"),
     "nmcli_profiles": Kind(nmcli.parse, "nmcli -t -f connection.id,connection.type,connection.interface-name,ipv4.method "
                                         "connection show UUID, per profile (gather.NM_PROFILES)"),
+    "ray_version": Kind(ray.parse_version, "ray --version, then python3 -c 'import ray; print(\"ray.__version__=\" + ray.__version__)'"),
+    "ray_status": Kind(ray.parse_status, "ray status [-v]"),
+    "ray_nodes": Kind(ray.parse_nodes, "ray.nodes() as JSON (gather.RAY_NODES), or ray list nodes --format json"),
 }
 
 

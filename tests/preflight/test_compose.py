@@ -1,5 +1,6 @@
-"""Compose and .env lint on the files each node will start from: identical compose, the seed's design, the right rank,
-HF_HUB_OFFLINE once the model is complete everywhere, and the compile caches on the host."""
+"""Compose and .env lint on the files each node will start from: identical compose, the seed's design (or, with
+deploy.executor ray, NVIDIA's two-node playbook's), the right rank, HF_HUB_OFFLINE once the model is complete everywhere,
+and the compile caches on the host."""
 
 import pytest
 
@@ -32,10 +33,10 @@ def test_compose_lint(node, cluster):
     report(compose.judge_files(node.name, compose_path, env_path, text, env))
     config, env_vars = parse("compose_config", text), stack.parse_env(env)
     found = stack.vllm_service(config)
-    args = gather.vllm_args(node, stack.interpolate(found[1], env_vars)) if found else None
+    args, ray_args = gather.service_args(node, cluster, stack.interpolate(found[1], env_vars) if found else None)
     ifaces = gather.parsed(node, "ip_j_addr", gather.IP_ADDR)
     ports = gather.parsed(node, "ib_sysfs", gather.SYSFS_IB)
-    report(compose.judge(cluster, node.spec, config, env_vars, ifaces, ports, args))
+    report(compose.judge(cluster, node.spec, config, env_vars, ifaces, ports, args, ray_args))
 
 
 def test_env_file(node, cluster):
