@@ -11,6 +11,7 @@
 - `node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
 - `head`: rank 0. `api`: the served API (plain HTTP, bearer key from serving.api_key_env).
 - `measurements`: records figures (Gb/s, tok/s ...) that the run prints at its end and the report plots.
+- `tables`: records a text table (the depth sweep's) that the run prints at its end and the report keeps.
 Each hands out one of the plugin's private, parametrized values (gb10check/plugin.py says why).
 """
 
@@ -18,7 +19,7 @@ import os
 
 import pytest
 
-from .plugin import MEASUREMENT
+from .plugin import MEASUREMENT, TABLE
 
 
 @pytest.fixture(scope="session")
@@ -89,5 +90,15 @@ def measurements(request: pytest.FixtureRequest):
 
     def record(what: str, where: str, value: float, unit: str) -> None:
         request.node.user_properties.append((MEASUREMENT, (what, where, value, unit)))
+
+    return record
+
+
+@pytest.fixture
+def tables(request: pytest.FixtureRequest):
+    """record(title, text): a table the run prints at its end and the report keeps (the depth sweep's)."""
+
+    def record(title: str, text: str) -> None:
+        request.node.user_properties.append((TABLE, (title, text)))
 
     return record
