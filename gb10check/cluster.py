@@ -202,7 +202,25 @@ class Serving(Strict):
     decode_max_tokens: int = Field(400, ge=16)  # tokens each throughput run asks for (the seed counted to 80: ~400)
 
 
-TokS = Annotated[float, Field(gt=0)]
+def tok_s_floors(value):
+    """A floor for every depth (a number of tok/s) or one per depth ({depth: tok/s}); null: none."""
+    def rate(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise ValueError(f"expected tok/s (a number > 0) for every depth, or {{depth: tok/s}}; got {v!r}")
+        return float(v)
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        out = {}
+        for depth, v in value.items():
+            if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+                raise ValueError(f"expected depths (tokens >= 0) as keys; got {depth!r}")
+            out[depth] = rate(v)
+        return out
+    return rate(value)
+
+
+Floors = Annotated[object, BeforeValidator(tok_s_floors)]
 
 
 class Soak(Strict):
@@ -225,8 +243,8 @@ class Soak(Strict):
     depth_gen_tokens: int = Field(32, gt=1)  # "tg" of each depth (llama-benchy's --tg default)
     depth_runs: int = Field(3, ge=1)  # runs per depth (llama-benchy's --runs default)
     # Floors per profile (null: reported, not judged): one number for every depth, or {depth: tok/s}.
-    min_pp_tok_s: TokS | dict[Annotated[int, Field(ge=0)], TokS] | None = None
-    min_tg_tok_s: TokS | dict[Annotated[int, Field(ge=0)], TokS] | None = None
+    min_pp_tok_s: Floors = None
+    min_tg_tok_s: Floors = None
 
     @field_validator("depths")
     @classmethod

@@ -38,6 +38,7 @@ from .serving import Api, ApiUnreachable, Reply
 
 TICK_S = 0.25
 READ_GRACE_S = 5.0  # the client's own read timeout, past the stall limit: the detector here names the stall first
+JOIN_S = 1.0  # how long a run that ends waits for its stream threads (the rest are daemons, ended by their read timeout)
 TEMPLATE_TOKENS = 64  # room for the chat template around a prompt sized by estimate
 HANG_SIGNATURES = ("shm_broadcast_stall", "collective_timeout", "rpc_timeout")  # the field's TP=2 hang
 MEMORY_SIGNATURES = ("nv_err_no_memory", "cuda_oom")
@@ -460,8 +461,9 @@ class _Driver:
         finally:
             self.stop.set()
             self._abort()
+            deadline = time.monotonic() + JOIN_S  # a stream blocked in a read ends on its own read timeout, later
             for t in threads:
-                t.join(timeout=2)
+                t.join(timeout=max(0.0, deadline - time.monotonic()))
             if self.watch is not None:
                 self.watch.stop()
             self.result.elapsed_s = round(self.clock() - self.t0, 2)
