@@ -114,7 +114,7 @@ def test_a_rank_that_exits_is_named_with_its_last_log_lines():
     found = judge.judge_sustained(A, result)
     assert (Code.SOAK_RANK_EXITED, B) in codes(found)
     f = next(f for f in found if f.code == Code.SOAK_RANK_EXITED)
-    assert f"rank 1's container exited with code 137 at " in f.seen and "last log lines:\nline one\nline two\n" in f.seen
+    assert "rank 1's container exited with code 137 at " in f.seen and "last log lines:\nline one\nline two\n" in f.seen
     assert "cause: the engine or a worker process died" in f.seen
     assert f"fix: {B} (rank 1) exited mid-load (the engine or a worker process died" in f.text
 
@@ -243,7 +243,7 @@ def test_depth_sweep_table_reads_like_llama_benchys():
     assert all(abs(r.prompt_tokens - (r.depth + 64)) <= 8 for r in sweep.runs)
     lines = depth.table(sweep).splitlines()
     assert [c.strip() for c in lines[0].split("|")[1:-1]] == ["model", "test", "t/s", "e2e_ttft (ms)"]
-    assert [l.split("|")[2].strip() for l in lines[2:6]] == ["pp64", "tg8", "pp64 @ d256", "tg8 @ d256"]
+    assert [row.split("|")[2].strip() for row in lines[2:6]] == ["pp64", "tg8", "pp64 @ d256", "tg8 @ d256"]
     assert lines[1].startswith("|:-") and lines[1].endswith(":|") and " ± " in lines[2] and lines[-1] == "d16384: not run (too long)"
     assert judge.judge_depth(A, sweep, cfg()) == []
 
