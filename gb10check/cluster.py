@@ -151,7 +151,9 @@ class Expect(Strict):
 
 class Watchdog(Strict):
     min_mem_available: GiB = 5.0
-    poll_interval_s: float = Field(2.0, gt=0)
+    # MemAvailable is read on every node this often (a small file over the open SSH connection: about 2 ms a node).
+    # bench/watchdog_reaction.py: 1.96 s from crossing to every rank stopped at 2 s, 0.87 s at 0.5 s.
+    poll_interval_s: float = Field(0.5, gt=0)
     stall_timeout_s: float = Field(900.0, gt=0)
 
 
@@ -262,6 +264,58 @@ class Serving(Strict):
     decode_max_tokens: int = Field(400, ge=16)  # tokens each throughput run asks for (the seed counted to 80: ~400)
 
 
+def tok_s_floors(value):
+    """A floor for every depth (a number of tok/s) or one per depth ({depth: tok/s}); null: none."""
+    def rate(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise ValueError(f"expected tok/s (a number > 0) for every depth, or {{depth: tok/s}}; got {v!r}")
+        return float(v)
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        out = {}
+        for depth, v in value.items():
+            if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+                raise ValueError(f"expected depths (tokens >= 0) as keys; got {depth!r}")
+            out[depth] = rate(v)
+        return out
+    return rate(value)
+
+
+Floors = Annotated[object, BeforeValidator(tok_s_floors)]
+
+
+class Soak(Strict):
+    """`pytest -m soak`: sustained load, one long-context request and a depth sweep (gb10check/soak.py, gb10check/depth.py).
+
+    Defaults suit a GB10 pair: the field's TP=2 hang comes after 20-26 minutes of concurrent load, so the load runs
+    30 minutes; a short rehearsal (the simulation) sets about 60 s."""
+
+    duration_s: float = Field(1800.0, gt=0)  # how long the sustained load runs
+    concurrency: int | None = Field(None, gt=0)  # streams at once; null: deploy.max_num_seqs
+    stall_limit_s: float = Field(60.0, gt=0)  # a stream silent longer than this (no first token, no next token) is a stall
+    min_mem_available: GiB | None = None  # GiB on every node the whole time; null: deploy.watchdog.min_mem_available
+    prompt_tokens: list[Annotated[int, Field(gt=0)]] = Field([64, 512, 2048], min_length=1)  # the load's prompt lengths, in turn
+    max_tokens: int = Field(256, gt=0)  # tokens each load request asks for
+    long_context_fraction: float = Field(0.9, gt=0, lt=1)  # the long-context prompt, as a fraction of max_model_len
+    nonce_placement: Literal["start", "middle", "end"] = "middle"  # where in the long prompt the nonce sits
+    prefill_limit_s: float = Field(900.0, gt=0)  # the long-context request's wait for its first token (its prefill)
+    depths: list[Annotated[int, Field(ge=0)]] = Field([0, 4096, 16384], min_length=1)  # context tokens before the prompt
+    depth_prompt_tokens: int = Field(2048, gt=0)  # "pp" of each depth (llama-benchy's --pp default)
+    depth_gen_tokens: int = Field(32, gt=1)  # "tg" of each depth (llama-benchy's --tg default)
+    depth_runs: int = Field(3, ge=1)  # runs per depth (llama-benchy's --runs default)
+    # Floors per profile (null: reported, not judged): one number for every depth, or {depth: tok/s}.
+    min_pp_tok_s: Floors = None
+    min_tg_tok_s: Floors = None
+
+    @field_validator("depths")
+    @classmethod
+    def distinct_depths(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError(f"each depth once; got {v}")
+        return v
+
+
 class Cluster(Strict):
     name: str = "gb10"
     ssh: Ssh
@@ -269,6 +323,7 @@ class Cluster(Strict):
     expect: Expect = Expect()
     deploy: Deploy
     serving: Serving = Serving()
+    soak: Soak = Soak()
 
     @model_validator(mode="after")
     def consistent(self):

@@ -12,6 +12,7 @@
 - `head`: rank 0. `api`: the served API (plain HTTP, bearer key from serving.api_key_env).
 - `ray_cluster`: the cluster, for the Ray path's checks; they skip, saying so, when deploy.executor is mp.
 - `measurements`: records figures (Gb/s, tok/s ...) that the run prints at its end and the report plots.
+- `tables`: records a text table (the depth sweep's) that the run prints at its end and the report keeps.
 Each hands out one of the plugin's private, parametrized values (gb10check/plugin.py says why).
 """
 
@@ -19,7 +20,7 @@ import os
 
 import pytest
 
-from .plugin import MEASUREMENT
+from .plugin import MEASUREMENT, TABLE
 
 
 @pytest.fixture(scope="session")
@@ -99,5 +100,15 @@ def measurements(request: pytest.FixtureRequest):
 
     def record(what: str, where: str, value: float, unit: str) -> None:
         request.node.user_properties.append((MEASUREMENT, (what, where, value, unit)))
+
+    return record
+
+
+@pytest.fixture
+def tables(request: pytest.FixtureRequest):
+    """record(title, text): a table the run prints at its end and the report keeps (the depth sweep's)."""
+
+    def record(title: str, text: str) -> None:
+        request.node.user_properties.append((TABLE, (title, text)))
 
     return record

@@ -2,7 +2,7 @@
 
 It adds --cluster and --report-dir, parametrizes only names of its own (`_gb10check_node`,
 `_gb10check_path` ...: testinfra's `_testinfra_host` trick), and records only tests that carry a
-stage marker (preflight, network, serving). The names the suite's tests use (`node`, `path`,
+stage marker (preflight, network, serving, soak). The names the suite's tests use (`node`, `path`,
 `cluster`, `api` ...) are fixtures in gb10check/fixtures.py, loaded by tests/conftest.py for the
 suite's own tests and nowhere else: a user's test with a `node` or `path` of its own runs untouched.
 
@@ -41,6 +41,7 @@ PATH_KEY = pytest.StashKey[Path]()
 USAGE_KEY = pytest.StashKey[str]()
 RECORDER_KEY = pytest.StashKey["Recorder"]()
 MEASUREMENT = "gb10check_measurement"
+TABLE = "gb10check_table"
 NOT_CHECKED = "gb10check_not_checked"
 
 
@@ -192,7 +193,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def stage_of(keywords) -> str | None:
-    """The stage a test belongs to, from its marker: preflight, network or serving (None: not one of ours)."""
+    """The stage a test belongs to, from its marker: preflight, network, serving or soak (None: not one of ours)."""
     return next((s for s in STAGES if s in keywords), None)
 
 
@@ -255,6 +256,7 @@ class Recorder:
         self.stages: dict[str, str] = {}  # test id -> preflight | network | serving
         self.messages: dict[str, str] = {}
         self.measured: list[tuple] = []
+        self.tables: list[tuple[str, str]] = []
         self.degraded: list[str] = []
         self.report_files: tuple | None = None
         self.stage_note: str | None = None
@@ -265,6 +267,7 @@ class Recorder:
             return  # not one of the suite's checks
         if report.when == "call":
             self.measured += [tuple(value) for key, value in report.user_properties if key == MEASUREMENT]
+            self.tables += [tuple(value) for key, value in report.user_properties if key == TABLE]
         # One outcome per test: a failed setup or teardown is an error.
         if report.when == "call" or (report.when == "setup" and not report.passed) or (report.when == "teardown" and report.failed):
             if self.outcomes.get(report.nodeid) in ("failed", "error"):
@@ -290,7 +293,7 @@ class Recorder:
             return  # xdist workers: the controller sees every report and writes once
         cluster = config.stash[CLUSTER_KEY]
         run = Run(cluster.name, outcomes=dict(self.outcomes), messages=dict(self.messages), warnings=list(self.degraded),
-                  measured=list(self.measured),
+                  measured=list(self.measured), tables=list(self.tables),
                   thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s})
         if config.getoption("--report-dir"):
             self.report_files = write(run, Path(config.getoption("--report-dir")))
@@ -314,9 +317,12 @@ class Recorder:
         if self.report_files:
             md, page = self.report_files
             terminalreporter.write_line(f"gb10check report: {md} and {page}")
+        for title, text in self.tables:
+            terminalreporter.section(f"gb10check {title}")
+            terminalreporter.write_line(text)
         if self.stage_note:
             terminalreporter.write_line(self.stage_note)
-        if PATH_KEY in config.stash and "serving" in self.stages.values():
+        if PATH_KEY in config.stash and {"serving", "soak"} & set(self.stages.values()):
             from .stage import deployment_record_path
 
             record = deployment_record_path(config.stash[PATH_KEY])

@@ -128,7 +128,23 @@ class Code(str, Enum):
     CONCURRENCY = "concurrency"
     ERROR_STATUS = "error-status"
     METRICS = "metrics"
+    SOAK_STALL = "soak-stall"
+    SOAK_REQUEST_ERROR = "soak-request-error"
+    SOAK_MEMORY_FLOOR = "soak-memory-floor"
+    SOAK_RANK_EXITED = "soak-rank-exited"
+    SOAK_HANG_SIGNATURE = "soak-hang-signature"
+    SOAK_NO_MEMORY = "soak-no-memory"
+    SOAK_ENGINE_ERROR = "soak-engine-error"
+    SOAK_NO_REQUESTS = "soak-no-requests"
+    LONG_CONTEXT_REFUSED = "long-context-refused"
+    LONG_CONTEXT_NONCE = "long-context-nonce"
+    DEPTH_PP_SLOW = "depth-pp-slow"
+    DEPTH_TG_SLOW = "depth-tg-slow"
+    DEPTH_RUN = "depth-run"
 
+
+SOAK_NCCL_FIX = ("the field's TP=2 hang after 20-26 minutes of concurrent load (vLLM issues 41725 and 42354): the pip wheel's libnccl and the DGX OS libnccl2 are both 2.28.9 but different builds; make every rank's torch load the system library (link /usr/lib/aarch64-linux-gnu/libnccl.so.2 over the wheel's nvidia/nccl/lib/libnccl.so.2 in the image), pin it with deploy.nccl {{version, build_id}} and check it with test_image_nccl; then restart every rank together "
+                                 "(scripts/down, scripts/deploy) and soak again for 30-40 minutes")
 
 REMEDIES: dict[Code, str] = {
     Code.SSH_USER: "create user {user} on {node} (NVIDIA's cluster scripts need the same user name on every node), "
@@ -321,6 +337,35 @@ REMEDIES: dict[Code, str] = {
     Code.ERROR_STATUS: "the server answered an unknown model with {status}: a proxy may rewrite errors; test against rank 0",
     Code.METRICS: "the /metrics endpoint is how load and KV cache use are watched: check --disable-log-stats is not set "
                   "and no proxy hides the path",
+    Code.SOAK_STALL: "a rank stopped answering mid-load: read every rank's log (docker logs gb10-vllm) for 'No available "
+                     "shared memory broadcast block' and 'Watchdog caught collective operation timeout'; a frozen or dead rank "
+                     "leaves the other waiting with no error. If it comes after 20-26 minutes of load: " + SOAK_NCCL_FIX,
+    Code.SOAK_REQUEST_ERROR: "the server failed requests under load ({first}): read rank 0's log at that time; a 400 about the "
+                             "context length means soak.prompt_tokens + soak.max_tokens exceed max_model_len",
+    Code.SOAK_MEMORY_FLOOR: "unified memory on {node} fell under the floor ({floor} GiB) under load and the watchdog stopped every "
+                            "rank: lower gpu_memory_utilization, max_num_seqs or max_model_len, stop whatever else runs on "
+                            "{node}, drop its page cache before deploying; then restart every rank together",
+    Code.SOAK_RANK_EXITED: "{node} (rank {rank}) exited mid-load ({cause}): the other ranks now wait on it; restart every rank "
+                           "together (scripts/down, then scripts/deploy) and read its last log lines",
+    Code.SOAK_HANG_SIGNATURE: SOAK_NCCL_FIX,
+    Code.SOAK_NO_MEMORY: "the driver on {node} ran out of unified memory (NV_ERR_NO_MEMORY; a long prefill can hard-reset a GB10, "
+                         "dgx-spark-playbooks issue 97): lower gpu_memory_utilization and max_model_len to leave headroom, "
+                         "drop the page cache before starting, keep the container memory limit",
+    Code.SOAK_ENGINE_ERROR: "{hint}: read {node}'s log around that line; restart every rank together",
+    Code.SOAK_NO_REQUESTS: "no request completed during the soak: check test_health and the serving stage first, and that "
+                           "soak.duration_s is longer than one request",
+    Code.LONG_CONTEXT_REFUSED: "the server refused a {tokens}-token prompt: start vLLM with --max-model-len {max_model_len} (and "
+                               "the KV cache to hold it), or lower soak.long_context_fraction",
+    Code.LONG_CONTEXT_NONCE: "the model lost a fact at depth: check the model's real context length (rope scaling, "
+                             "max_position_embeddings), the chat template and --max-model-len; a small model may need "
+                             "soak.nonce_placement: end",
+    Code.DEPTH_PP_SLOW: "prefill at depth {depth} is slow: check both links carry NCCL over RoCE, nothing else runs on the nodes, "
+                        "the attention backend and chunked prefill settings; compare with llama-benchy on the same server "
+                        "(bench/depth_sweep_vs_llama_benchy.py)",
+    Code.DEPTH_TG_SLOW: "decode at depth {depth} is slow: check both links carry NCCL over RoCE, the KV cache dtype and the "
+                        "attention backend; compare with llama-benchy on the same server (bench/depth_sweep_vs_llama_benchy.py)",
+    Code.DEPTH_RUN: "a depth-sweep request failed: read the error and rank 0's log; lower soak.depths or soak.depth_prompt_tokens "
+                    "if the prompt does not fit",
     Code.DOCKER_MISSING: "install docker on {node} (the GB10 image ships it: sudo apt install docker-ce, or docker.io)",
     Code.DOCKER_UNREACHABLE: "on {node}: start docker (sudo systemctl enable --now docker) and let the SSH user use it "
                              "(sudo usermod -aG docker {user}, then log in again)",

@@ -23,6 +23,7 @@ class Run:
     warnings: list[str] = field(default_factory=list)
     measured: list[tuple[str, str, float, str]] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)  # measurement name -> floor
+    tables: list[tuple[str, str]] = field(default_factory=list)  # (title, text): the depth sweep's table
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -51,6 +52,8 @@ def markdown(run: Run) -> str:
     lines += ["", "## Warnings (degraded but usable)", ""] + ([f"- {w.strip()}" for w in run.warnings] or ["None."])
     lines += ["", "## Measured", "", "| what | where | value | unit |", "|---|---|---:|---|"]
     lines += [f"| {w} | {where} | {v:.2f} | {u} |" for w, where, v, u in run.measured] or ["| (nothing measured) | | | |"]
+    for title, text in run.tables:
+        lines += ["", f"## {title[:1].upper()}{title[1:]}", "", text]
     skipped = [t for t, o in run.outcomes.items() if o == "skipped"]
     if skipped:
         lines += ["", "## Skipped, with the reason", ""] + [f"- {_short(t)}: {run.messages.get(t, '').strip()}" for t in skipped]
@@ -109,6 +112,7 @@ def page(run: Run) -> str:
     parts += ["<h2>Measured</h2><table><tr><th>what</th><th>where</th><th>value</th><th>unit</th></tr>"]
     parts += [f"<tr><td>{esc(w)}</td><td>{esc(where)}</td><td>{v:.2f}</td><td>{esc(u)}</td></tr>" for w, where, v, u in run.measured]
     parts += ["</table>"]
+    parts += [f"<h2>{esc(title[:1].upper() + title[1:])}</h2><pre>{esc(text)}</pre>" for title, text in run.tables]
     if bw or tok:
         parts.append("<h2>Plots</h2>")
     parts += [bar_chart("RDMA write bandwidth per logical link (ib_write_bw)", bw, "Gb/s", run.thresholds.get("ib_write_bw")),

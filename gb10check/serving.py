@@ -24,6 +24,11 @@ import openai
 import requests
 from openai._streaming import SSEDecoder
 
+try:  # the HTTP library under this openai release (httpx before 3.x, httpx2 after): its errors end a closed stream
+    from httpx2 import HTTPError as _HTTPError
+except ImportError:  # pragma: no cover
+    from httpx import HTTPError as _HTTPError
+
 from .facts.vllm_api import ChatCompletion, ParseError, Stream, completion_from, parse_error, reassemble
 
 
@@ -63,6 +68,12 @@ class Timed:
     token_chunks: int
     completion_tokens: int | None  # as the server reports it (stream_options.include_usage)
     broken: str | None = None  # the stream ended by the client's error (connection lost, no chunk in time, unreadable event)
+    token_times: list[float] = field(default_factory=list)  # each token chunk's arrival, seconds from the request's start
+
+    @property
+    def gaps(self) -> list[float]:
+        """Inter-token gaps (s): between consecutive token chunks."""
+        return [b - a for a, b in zip(self.token_times, self.token_times[1:])]
 
     @property
     def decode_tok_s(self) -> float | None:
@@ -150,12 +161,25 @@ class Api:
             raise ApiUnreachable(f"GET {url}: {type(exc).__name__}: {_reason(exc)}") from None
         return Reply(r.status_code, r.text)
 
-    def _create(self, body: dict, stream: bool):
+    def _create(self, body: dict, stream: bool, read_timeout_s: float | None = None):
         params = {k: v for k, v in body.items() if k in CLIENT_PARAMS}
         extra = {k: v for k, v in body.items() if k not in CLIENT_PARAMS and k != "stream"}
+        # read_timeout_s: the longest silence between two reads (a stream's next chunk), the connection bounded as usual
+        timeout = self.timeout_s if read_timeout_s is None else openai.Timeout(read_timeout_s, connect=min(self.timeout_s, 30))
         return self.client.chat.completions.create(
-            **params, stream=stream, extra_body=extra or None, timeout=self.timeout_s,
+            **params, stream=stream, extra_body=extra or None, timeout=timeout,
             extra_headers=None if self.api_key else {"Authorization": openai.Omit()})
+
+    def post(self, path: str, body: dict, root: bool = False) -> Reply:
+        """Plain HTTP POST of JSON (vLLM's /tokenize at the server root): the body exactly as the server sent it."""
+        url = (self.root if root else self.base_url) + path
+        try:
+            r = requests.post(url, json=body, headers=self._headers(), timeout=self.timeout_s)
+        except requests.ReadTimeout:
+            return Reply(None, "", f"no answer within {self.timeout_s:g} s")
+        except requests.RequestException as exc:
+            raise ApiUnreachable(f"POST {url}: {type(exc).__name__}: {_reason(exc)}") from None
+        return Reply(r.status_code, r.text)
 
     def _no_answer(self, exc: openai.APIConnectionError, request: str) -> Reply:
         """Sent but nothing back in time: a Reply without status. Not connected at all: ApiUnreachable."""
@@ -173,38 +197,54 @@ class Api:
             return self._no_answer(exc, "POST /chat/completions"), None
         return None, completion_from(completion.to_dict(mode="json"))
 
-    def stream(self, body: dict) -> tuple[Reply | None, Timed | None]:
-        """The same, streamed: (the refusal, None), or (None, the stream's facts timed on the client)."""
+    def stream(self, body: dict, read_timeout_s: float | None = None, on_open=None,
+               on_chunk=None) -> tuple[Reply | None, Timed | None]:
+        """The same, streamed: (the refusal, None), or (None, the stream's facts timed on the client).
+
+        read_timeout_s: the longest silence allowed before any chunk (default: the client's timeout); on_open(stream)
+        is handed the open stream (another thread may close() it to abort); on_chunk(seconds since the start, carries
+        a token) is called as each chunk arrives (a load driver's stall detector)."""
         start = time.monotonic()
+        wait = self.timeout_s if read_timeout_s is None else read_timeout_s
         try:
-            chunks = self._create(body, stream=True)
+            chunks = self._create(body, stream=True, read_timeout_s=read_timeout_s)
         except openai.APIStatusError as exc:
             return _refusal(exc), None
         except openai.APIConnectionError as exc:
+            if isinstance(exc, openai.APITimeoutError) and type(exc.__cause__).__name__ != "ConnectTimeout":
+                return Reply(None, "", f"no answer within {wait:g} s"), None
             return self._no_answer(exc, "POST /chat/completions (stream)"), None
-        events, first, last, token_chunks, broken = [], None, None, 0, None
+        if on_open is not None:
+            on_open(chunks)
+        events, first, last, token_chunks, broken, times = [], None, None, 0, None, []
         with chunks:
             try:
                 for chunk in chunks:
                     events.append(chunk.to_dict(mode="json"))
-                    if _carries_token(chunk):
-                        now = time.monotonic() - start
+                    now = time.monotonic() - start
+                    token = _carries_token(chunk)
+                    if token:
                         first = now if first is None else first
                         last = now
                         token_chunks += 1
+                        times.append(now)
+                    if on_chunk is not None:
+                        on_chunk(now, token)
             except openai.APITimeoutError:
-                broken = f"no chunk within {self.timeout_s:g} s after {len(events)} chunks"
+                broken = f"no chunk within {wait:g} s after {len(events)} chunks"
             except openai.APIConnectionError as exc:
                 broken = f"connection lost after {len(events)} chunks ({_cause(exc)})"
             except openai.APIError as exc:  # an error event inside the stream: kept as the server sent it
                 events.append({"error": exc.body if isinstance(exc.body, (dict, str)) else exc.message})
             except json.JSONDecodeError as exc:
                 broken = f"an event that is not JSON after {len(events)} chunks ({exc.msg})"
+            except (_HTTPError, OSError, ValueError, RuntimeError) as exc:  # closed under us (an abort from another thread)
+                broken = f"stream closed after {len(events)} chunks ({type(exc).__name__})"
         total = time.monotonic() - start
         done = bool(getattr(getattr(chunks, "_decoder", None), "done", False))
         s = reassemble(events)
         s.done = done
-        return None, Timed(s, done, first, last, total, token_chunks, s.completion_tokens, broken)
+        return None, Timed(s, done, first, last, total, token_chunks, s.completion_tokens, broken, times)
 
 
 def _carries_token(chunk) -> bool:

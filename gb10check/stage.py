@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-STAGES = ("preflight", "network", "serving")  # the stage markers, in order
+STAGES = ("preflight", "network", "serving", "soak")  # the stage markers, in order (soak: opt-in, never in -m serving)
 GATED = ("preflight", "network")  # what a deployment waits for
 
 

@@ -134,3 +134,54 @@ def test_relative_ssh_paths_follow_the_file(tmp_path):
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(data))
     c = load_cluster(tmp_path / "c.yaml")
     assert c.ssh.identity_file == str(tmp_path / "keys" / "id")
+
+
+# ---- soak: the soak stage's section ----------------------------------------------------------------------------
+
+SOAK_MISTAKES = [
+    ("placement", {"nonce_placement": "top"}, r"soak\.nonce_placement: Input should be 'start', 'middle' or 'end'"),
+    ("negative duration", {"duration_s": -5}, r"soak\.duration_s: Input should be greater than 0"),
+    ("zero concurrency", {"concurrency": 0}, r"soak\.concurrency: Input should be greater than 0"),
+    ("fraction of 1", {"long_context_fraction": 1.0}, r"soak\.long_context_fraction: Input should be less than 1"),
+    ("depth twice", {"depths": [0, 4096, 4096]}, r"soak\.depths: each depth once; got \[0, 4096, 4096\]"),
+    ("negative depth", {"depths": [0, -1]}, r"soak\.depths\[1\]: Input should be greater than or equal to 0"),
+    ("floor unit", {"min_mem_available": "5 bananas"}, r"soak\.min_mem_available: expected a size such as '105G'"),
+    ("tg of one", {"depth_gen_tokens": 1}, r"soak\.depth_gen_tokens: Input should be greater than 1"),
+    ("floor not a number", {"min_pp_tok_s": "fast"},
+     r"soak\.min_pp_tok_s: expected tok/s \(a number > 0\) for every depth, or \{depth: tok/s\}; got 'fast'$"),
+    ("floor per depth", {"min_tg_tok_s": {4096: 0}}, r"soak\.min_tg_tok_s: expected tok/s .*; got 0$"),
+    ("typo", {"duration": 60}, r"soak\.duration: Extra inputs are not permitted"),
+]
+
+
+@pytest.mark.parametrize(("soak", "message"), [m[1:] for m in SOAK_MISTAKES], ids=[m[0] for m in SOAK_MISTAKES])
+def test_soak_mistake_names_the_field(soak, message):
+    with pytest.raises(ClusterError) as err:
+        parse_cluster(mutate(setitem(["soak"], soak)), "cluster.yaml")
+    text = str(err.value)
+    assert "\n" not in text and __import__("re").search(message, text), text
+
+
+def test_soak_defaults_resolve_against_the_deployment():
+    from gb10check import soak
+
+    c = parse_cluster(mutate(delitem(["soak"])) if "soak" in EXAMPLE else mutate(lambda d: None), "cluster.yaml")
+    s = soak.settings(c)
+    assert (s.duration_s, s.concurrency, s.stall_limit_s, s.floor_gib) == (1800.0, 8, 60.0, 5.0)  # max_num_seqs, the watchdog's
+    assert s.long_context_tokens == int(262144 * 0.9) and s.nonce_placement == "middle"
+    assert s.depths == [0, 4096, 16384] and (s.depth_prompt_tokens, s.depth_gen_tokens, s.depth_runs) == (2048, 32, 3)
+    assert s.min_pp_tok_s == {} and s.poll_interval_s == c.deploy.watchdog.poll_interval_s
+
+
+def test_soak_depths_are_capped_by_max_model_len_and_floors_apply_per_depth():
+    from gb10check import soak
+
+    text = mutate(lambda d: (setitem(["deploy", "max_model_len"], 8192)(d),
+                             setitem(["soak"], {"min_mem_available": "3 GiB", "concurrency": 2, "min_pp_tok_s": 100,
+                                                "min_tg_tok_s": {0: 20, 4096: 15}, "prompt_tokens": [64, 9000]})(d)))
+    s = soak.settings(parse_cluster(text, "cluster.yaml"))
+    assert s.depths == [0, 4096] and s.concurrency == 2 and s.floor_gib == 3.0
+    assert s.depths_skipped == [(16384, "16384 + 2048 prompt + 32 generated tokens do not fit max_model_len 8192")]
+    assert s.min_pp_tok_s == {0: 100.0, 4096: 100.0, 16384: 100.0} and s.min_tg_tok_s == {0: 20.0, 4096: 15.0}
+    assert s.prompt_tokens == [64, 8192 - 64 - 256]  # a load prompt and its answer fit the context
+    assert soak.settings(parse_cluster(text, "cluster.yaml"), duration_s=60).duration_s == 60

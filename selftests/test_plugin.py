@@ -40,9 +40,22 @@ def test_missing_cluster_file_says_how_to_make_one(tmp_path):
 
 
 def test_every_check_carries_its_suite_marker():
-    for suite in ("preflight", "network", "serving"):
+    for suite in ("preflight", "network", "serving", "soak"):
         for path in (REPO / "tests" / suite).glob("test_*.py"):
             assert f"pytest.mark.{suite}" in path.read_text(), f"{path} lacks pytestmark = pytest.mark.{suite}"
+
+
+def test_soak_is_its_own_stage_never_part_of_serving():
+    serving = pytest_run("-m", "serving", "--collect-only", "-q", "--cluster=cluster.example.yaml")
+    soak = pytest_run("-m", "soak", "--collect-only", "-q", "--cluster=cluster.example.yaml")
+    assert serving.returncode == soak.returncode == 0, serving.stdout + soak.stdout
+    assert "tests/soak/" not in serving.stdout
+    assert [l for l in soak.stdout.splitlines() if l.startswith("tests/")] == [
+        "tests/soak/test_depth_sweep.py::test_depth_sweep", "tests/soak/test_long_context.py::test_long_context",
+        "tests/soak/test_sustained_load.py::test_sustained_load"]
+    from gb10check.plugin import stage_of
+
+    assert stage_of({"soak": 1}) == "soak" and stage_of({"serving": 1}) == "serving"
 
 
 def test_cluster_path_with_a_space_outside_the_suite_is_explained(tmp_path):

@@ -3,11 +3,13 @@
 vLLM never ends its own multi-node hangs (a follower without --headless dies while rank 0 waits
 forever; a dropped rendezvous leaves both ranks waiting), and a checkpoint too big for unified
 memory wedges a GB10 instead of failing. So the watch does what the field report did by hand:
-  - memory watchdog: MemAvailable on every node every poll_interval_s; below min_mem_available on
+  - memory watchdog (`MemoryWatchdog`, shared with the soak stage): MemAvailable on every node every
+    poll_interval_s (0.5 s: a small file read over the open SSH connection); below min_mem_available on
     any node, every node's rank is stopped at once (kill: a wedging load does not wait for TERM);
   - a rank that exits fails the deploy at once, with its last log lines and the known cause
     (the follower's collective_rpc assertion, the -cc hyphen, Gloo timeouts ...); the others are
     stopped too (TERM, then KILL: a hung rank 0 ignores TERM), because both must restart together;
+  - logs, exits and /health are read every FULL_CHECK_S (2 s), whatever the memory poll;
   - startup milestones (vllm_log) followed in order per rank; none new on any rank for
     stall_timeout_s fails the deploy with the milestone each rank is stuck at and the likely causes;
   - done when rank 0 logs "Application startup complete" and /health answers. nvidia-smi is never
@@ -118,6 +120,20 @@ class ComposeLauncher:
         out = self._run(node, f"docker logs {compose.CONTAINER_NAME} 2>&1", timeout=30)
         return out.stdout if out.rc == 0 else ""
 
+    def clock(self, node: str) -> float:
+        """The node's own clock (what `docker logs --since` compares with)."""
+        return float(self.nodes[node].output("date +%s.%N").strip())
+
+    def log_since(self, node: str, since: float) -> tuple[float, str]:
+        """(the node's clock now, the rank's log lines from `since` on that clock): a long run reads only what is new."""
+        out = self._run(node, f"date +%s.%N; docker logs --since {since:.3f} {compose.CONTAINER_NAME} 2>&1", timeout=30)
+        first, _, rest = out.stdout.partition("\n")
+        try:
+            now = float(first.strip())
+        except ValueError:
+            return since, ""
+        return now, rest if out.rc == 0 else ""
+
     def stop(self, node: str, kill: bool = False, grace_s: float = 10) -> str:
         if self.exit_code(node) is not None:
             return "not running"
@@ -138,6 +154,55 @@ class ComposeLauncher:
     def close(self) -> None:
         for n in self.nodes.values():
             n.close()
+
+
+FULL_CHECK_S = 2.0  # logs, exit codes and /health: read this often, whatever the memory poll interval
+
+
+def stop_every_rank(launcher, order: list[str], kill: bool) -> str:
+    return "; ".join(f"{n}: {launcher.stop(n, kill=kill)}" for n in order)
+
+
+@dataclass
+class Crossing:
+    """MemAvailable under the floor on one node, and what stopping every rank then said."""
+    node: str
+    gib: float
+    floor: float
+    stopped: str
+    reaction_s: float  # from the reading under the floor to every rank stopped
+
+    @property
+    def reason(self) -> str:
+        return (f"watchdog: {self.node} MemAvailable {self.gib:.1f} GiB < {self.floor:g} GiB; stopped every rank "
+                f"in {self.reaction_s:.1f} s ({self.stopped})")
+
+
+class MemoryWatchdog:
+    """The memory watchdog of every deployment and of the soak stage: `check()` reads MemAvailable on every node
+    through the launcher (rank order) and, below `floor` on any node, kills every rank at once. Each reading is kept
+    in `samples` as (monotonic time, node, GiB), so a long run can report the minimum per node."""
+
+    def __init__(self, launcher, order: list[str], floor: float, clock=time.monotonic):
+        self.launcher, self.order, self.floor, self.clock = launcher, order, floor, clock
+        self.samples: list[tuple[float, str, float]] = []
+
+    def check(self) -> Crossing | None:
+        for n in self.order:  # the watchdog first: a wedging load leaves no time for anything else
+            avail = self.launcher.mem_available_gib(n)
+            t = self.clock()
+            self.samples.append((t, n, avail))
+            if avail < self.floor:
+                stopped = stop_every_rank(self.launcher, self.order, kill=True)
+                return Crossing(n, avail, self.floor, stopped, round(self.clock() - t, 2))
+        return None
+
+    def minimum(self) -> dict[str, float]:
+        """The lowest MemAvailable seen per node (GiB)."""
+        low: dict[str, float] = {}
+        for _, n, gib in self.samples:
+            low[n] = min(gib, low.get(n, gib))
+        return low
 
 
 def down(launcher: ComposeLauncher, order: list[str], say=print) -> bool:
@@ -164,7 +229,7 @@ def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeo
         record_path.write_text(json.dumps(rec.__dict__, indent=1) + "\n")
 
     def stop_all(kill: bool) -> str:
-        return "; ".join(f"{n}: {launcher.stop(n, kill=kill)}" for n in order)
+        return stop_every_rank(launcher, order, kill)
 
     def fail(reason: str, kill: bool) -> None:
         stopped = stop_all(kill)
@@ -195,18 +260,19 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
     seen: dict[str, int] = {n: 0 for n in order}
     last_progress = time.monotonic()
     url = f"http://{cluster.head.address}:{d.api_port}/health"
+    watchdog = MemoryWatchdog(launcher, order, wd.min_mem_available)
+    last_full = float("-inf")
     while True:
-        for n in order:  # the watchdog first: a wedging load leaves no time for anything else
-            avail = launcher.mem_available_gib(n)
-            if avail < wd.min_mem_available:
-                t_cross = time.monotonic()
-                stopped = stop_all(kill=True)
-                rec.outcome = "failed"
-                rec.reason = (f"watchdog: {n} MemAvailable {avail:.1f} GiB < {wd.min_mem_available:g} GiB; stopped every rank "
-                              f"in {time.monotonic() - t_cross:.1f} s ({stopped})")
-                rec.stages["watchdog_reaction_s"] = round(time.monotonic() - t_cross, 2)
-                mark("failed")
-                raise DeployFailed(rec.reason)
+        crossing = watchdog.check()
+        if crossing is not None:
+            rec.outcome, rec.reason = "failed", crossing.reason
+            rec.stages["watchdog_reaction_s"] = crossing.reaction_s
+            mark("failed")
+            raise DeployFailed(rec.reason)
+        if time.monotonic() - last_full < max(FULL_CHECK_S, wd.poll_interval_s):
+            time.sleep(wd.poll_interval_s)
+            continue
+        last_full = time.monotonic()
         logs = {}
         for n in order:
             log = logs[n] = read_log(launcher.log(n))

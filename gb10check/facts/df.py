@@ -31,9 +31,11 @@ def _size(value: str, unit: int) -> int | None:
 
 
 def _header(line: str) -> list[str] | None:
-    if "Mounted on" not in line or not re.search(r"\bAvail(able)?\b", line):
+    if not re.search(r"\bMounted on(\s|$)", line) or not re.search(r"\bAvail(able)?\b", line):
         return None
-    return line.replace("Mounted on", "Mounted_on").split()
+    columns = line.replace("Mounted on", "Mounted_on").split()
+    # Column names only (a line cut into another, `$Mounted on`, is not a header).
+    return columns if all(re.fullmatch(r"[A-Za-z0-9%_-]+", c) for c in columns) else None
 
 
 @parser
