@@ -188,10 +188,26 @@ def node_fact_commands(cluster: Cluster, node: Node) -> dict[bool, list[str]]:
 def optional_facts(cluster: Cluster, wanted: set[str]) -> dict[str, float]:
     """Longer commands gathered with the facts only when a selected test needs them (command -> its timeout): a container
     started on every node at once while the rest is gathered, instead of one node after another when the test runs."""
-    out = {}
-    if "test_image_nccl" in wanted:
-        out[program(cluster, "nccl", gpus=False)[0]] = nccl_timeout(cluster)
-    return out
+    return {program(cluster, name, gpus=gpus)[0]: canary_timeout(cluster, name)
+            for test, (name, gpus) in CONTAINER_CANARIES.items() if test in wanted}
+
+
+# test -> (canary program, with the GPU?): each a container started once per node per run.
+CONTAINER_CANARIES = {"test_image_nccl": ("nccl", False), "test_image_kernels": ("kernels", True)}
+
+
+def canary_timeout(cluster: Cluster, name: str) -> float:
+    return max(cluster.ssh.command_timeout_s, {"nccl": 120, "kernels": 180}[name])
+
+
+def canary_json(node: RemoteNode, test: str) -> dict:
+    """The JSON line of `test`'s canary program on this node: gathered with the facts when the run selected the test
+    (every node at once), else run now, once per run."""
+    cluster = node.fleet.cluster
+    name, gpus = CONTAINER_CANARIES[test]
+    command, shown = program(cluster, name, gpus=gpus)
+    cached = node.fleet.facts(node.name).get((command, False))
+    return _program_json(node, cached or node.fleet.once(node.name, command, canary_timeout(cluster, name)), shown)
 
 
 @dataclass(frozen=True)
@@ -581,11 +597,8 @@ def fastest_compute(node: RemoteNode) -> tuple[str, float] | None:
 
 
 def image_kernels(node: RemoteNode) -> dict:
-    """A torch op on the GPU and a Triton kernel compiled and run in the image on this node (gb10check/canary/kernels.py's
-    JSON line), once per run."""
-    cluster = node.fleet.cluster
-    command, shown = program(cluster, "kernels")
-    return _program_json(node, node.fleet.once(node.name, command, max(cluster.ssh.command_timeout_s, 180)), shown)
+    """A torch op on the GPU and a Triton kernel compiled and run in the image on this node (gb10check/canary/kernels.py)."""
+    return canary_json(node, "test_image_kernels")
 
 
 def shard_read_rate(node: RemoteNode) -> tuple[str | None, bool, float | None, str]:
@@ -598,12 +611,5 @@ def shard_read_rate(node: RemoteNode) -> tuple[str | None, bool, float | None, s
 
 
 def nccl_identity(node: RemoteNode) -> dict:
-    """The NCCL torch in the image loads on this node (gb10check/canary/nccl.py's JSON line), once per run."""
-    cluster = node.fleet.cluster
-    command, shown = program(cluster, "nccl", gpus=False)
-    cached = node.fleet.facts(node.name).get((command, False))  # gathered with the facts when the run selected the test
-    return _program_json(node, cached or node.fleet.once(node.name, command, nccl_timeout(cluster)), shown)
-
-
-def nccl_timeout(cluster: Cluster) -> float:
-    return max(cluster.ssh.command_timeout_s, 120)
+    """The NCCL torch in the image loads on this node (gb10check/canary/nccl.py)."""
+    return canary_json(node, "test_image_nccl")

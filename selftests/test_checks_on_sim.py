@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from gb10check import gather
 from gb10check.remedies import Code
 from gb10check.sim import control, scenarios
 
@@ -220,8 +221,8 @@ def bed():
 
 SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_gpu_compute"}  # the checks marked slow (measurements)
 # Not slow on a GB10, but a torch import in a container on every node of this 2-core machine: on the sim's CPU torch it
-# skips (no NCCL to identify), on every scenario alike, so the healthy run shows that and the fault scenarios leave it.
-CONTAINER_CANARIES = {"test_image_nccl"}
+# skips (no NCCL to identify, no CUDA kernel to build), on every scenario alike, so the healthy run shows that and the fault scenarios leave it.
+CONTAINER_CANARIES = set(gather.CONTAINER_CANARIES)  # test_image_nccl, test_image_kernels
 
 
 def selection_for(name: str) -> list[str]:
