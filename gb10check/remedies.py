@@ -240,8 +240,9 @@ REMEDIES: dict[Code, str] = {
     Code.IMAGE_KERNELS: "use an image whose torch and Triton are built for this GPU ({capability}; GB10 is sm_121: CUDA 13 "
                         "builds), pulled or copied the same to every node; the whole error: run `{command}` on {node}",
     Code.IMAGE_PTXAS_ARCH: "use an image built for {arch} (CUDA 13: a Triton whose ptxas knows {arch}), or point Triton at "
-                           "the image's CUDA 13 ptxas: TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas in the compose environment "
-                           "(deploy.extra_environment) if the image has one (Triton issue 8539, vLLM issues 29469 and 36835)",
+                           "the image's CUDA 13 ptxas: {ptxas_env}=/usr/local/cuda/bin/ptxas (the variable of the ptxas that refused) in the "
+                           "compose environment (deploy.extra_environment) if the image has one (Triton issue 8539, vLLM "
+                           "issues 29469 and 36835)",
     Code.IMAGE_NCCL_DIFFERS: "ship rank 0's image to {node} (docker save {image} | ssh {node} docker load) so torch loads the same "
                              "libnccl everywhere: two builds of one NCCL version can hang a two-node run after minutes",
     Code.IMAGE_NCCL_PIN: "use an image whose torch loads the pinned NCCL (deploy.nccl) or update the pin after checking the "

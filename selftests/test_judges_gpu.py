@@ -1,7 +1,9 @@
-"""Judges of the GPU and image canaries (gb10check/checks/gpu.py) on our real outputs: the H200 canary run's JSON and the
-nvidia-smi samples taken under it (selftests/captures/, see its README), and the timing program's real CPU runs here."""
+"""Judges of the GPU and image canaries (gb10check/checks/gpu.py) on our real outputs: the packaged canary programs
+(gb10check/canary/) run on a one-H200 machine, twice, and the nvidia-smi samples taken under them; the samples of the
+two-H200 machine; and the timing program's real CPU runs here (selftests/captures/, see its README)."""
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -14,20 +16,27 @@ from gb10check.remedies import Code
 from .conftest import read_capture
 
 REPO = Path(__file__).resolve().parent.parent
-CANARY = json.loads(read_capture("ours/raw/gpu_canary/h200-canary.json"))
-# The capture's rows alternate GPU 0 / GPU 1 (two GPUs sampled); the matmul ran on GPU 0.
-SAMPLES = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-smi-samples-500ms.txt"))[0::2]
-H200 = {"tflops": CANARY["matmul"]["tflops_mean"], "dtype": "bfloat16", "n": 8192, "device": "NVIDIA H200", "backend": "cuda"}
+# The one-H200 machine's runs (selftests/device/run_canaries_h200.sh): gb10check/canary/matmul.py's and nccl.py's own
+# lines, and the suite's sampler (nvidia-smi -i 0 every 500 ms) under the matmul; run 2 about 3.5 hours after run 1.
+H200 = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-matmul.json"))
+SAMPLES = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-1gpu-smi-samples-matmul.txt"))
+H200_NCCL = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-nccl.json"))
+R2 = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-r2-matmul.json"))
+R2_SAMPLES = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-1gpu-r2-smi-samples-matmul.txt"))
+R2_NCCL = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-r2-nccl.json"))
+# The two-H200 machine's samples (nvidia-smi --query-gpu ... -lms 500): rows alternate GPU 0 / GPU 1, the matmul ran on 0.
+X2_GPU0 = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-smi-samples-500ms.txt"))[0::2]
 H200_PROFILE = Expect(gpu_name="NVIDIA H200", min_tflops=500, min_sm_clock_mhz=1200)
+DEVICE_CLUSTER = REPO / "selftests" / "device" / "h200-local-cluster.yaml"
 # gb10check/canary/matmul.py's own lines from two runs on this 2-core machine with the simulation's CPU torch 2.13
 # (float32 1024^3; the machine was shared, hence the spread between the runs).
 CPU_A = {"tflops": 0.0648, "tflops_median": 0.0669, "iterations": 151, "seconds": 5.011, "device": "cpu", "backend": "cpu",
          "dtype": "float32", "n": 1024, "torch": "2.13.0+cpu"}
 CPU_B = {"tflops": 0.0411, "tflops_median": 0.0587, "iterations": 62, "seconds": 3.238, "device": "cpu", "backend": "cpu",
          "dtype": "float32", "n": 1024, "torch": "2.13.0+cpu"}
-NCCL = {"path": CANARY["nccl"]["loaded_libnccl"][0], "version": CANARY["nccl"]["ncclGetVersion"],
-        "version_code": CANARY["nccl"]["ncclGetVersion_code"], "build_id": CANARY["nccl"]["gnu_build_id"], "static": False,
-        "env_nccl_version": None}
+# The library torch loads there, with the machine's stale NCCL_VERSION variable set aside (its own test below).
+NCCL = dict(H200_NCCL, env_nccl_version=None)
+LIBNCCL = "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"
 
 
 def codes(findings):
@@ -35,11 +44,25 @@ def codes(findings):
 
 
 def test_the_h200_under_load_passes_its_profile():
+    assert (H200["tflops"], H200["iterations"], H200["backend"], H200["device"]) == (665.9505, 6020, "cuda", "NVIDIA H200")
     load = gpu.load_of(SAMPLES)
-    assert (load.samples, load.sm_clock_mhz, load.max_sm_clock_mhz, load.reason_text) == (24, 1485.0, 1980.0, "sw_power_cap")
-    assert (load.power_w, load.temperature_c) == (691.125, 56.0)
-    assert gpu.judge_compute("h200", H200, SAMPLES, None, H200_PROFILE, ("h200", 674.2)) == []
-    assert gpu.measured(H200, load)[0] == ("matmul", 674.2, "TFLOP/s (bfloat16 on NVIDIA H200)")
+    assert (load.samples, load.sm_clock_mhz, load.max_sm_clock_mhz, load.reason_text) == (22, 1477.5, 1980.0, "sw_power_cap")
+    assert (load.power_w, load.temperature_c) == (691.84, 59.0)
+    assert gpu.judge_compute("h200", H200, SAMPLES, None, H200_PROFILE, ("h200", H200["tflops"])) == []
+    assert gpu.measured(H200, load) == [("matmul", 665.9505, "TFLOP/s (bfloat16 on NVIDIA H200)"),
+                                        ("SM clock under load (median)", 1477.5, "MHz of 1980.0"),
+                                        ("GPU power under load (median)", 691.84, "W"),
+                                        ("clock-event reasons under load", 4.0, "sw_power_cap")]
+
+
+def test_sampling_both_gpus_of_the_x2_machine_judges_the_busy_one():
+    # nvidia-smi without -i on the two-H200 machine: GPU 1 stayed idle (reason 0x1 in every sample), so it drops out
+    load = gpu.load_of(X2_GPU0)
+    assert (load.samples, load.sm_clock_mhz, load.power_w, load.temperature_c, load.reason_text) == \
+        (24, 1485.0, 691.125, 56.0, "sw_power_cap")
+    both = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-smi-samples-500ms.txt"))
+    assert gpu.load_of(both[1::2]) is None
+    assert gpu.load_of(both) == load
 
 
 def test_the_defaults_pass_the_h200_and_the_cpu_nodes():
@@ -51,16 +74,17 @@ def test_the_defaults_pass_the_h200_and_the_cpu_nodes():
 def test_below_the_tflops_floor_names_the_ac_power_off():
     [f] = gpu.judge_compute("h200", H200, SAMPLES, None, H200_PROFILE.model_copy(update={"min_tflops": 800}), None)
     assert codes([f]) == [(Code.GPU_COMPUTE_LOW, "h200", False)]
-    assert f.text.startswith("[gpu-compute-low] h200: saw 674.2 TFLOP/s (bfloat16 8192^3 matmul on NVIDIA H200, cuda); "
+    assert f.text.startswith("[gpu-compute-low] h200: saw 666 TFLOP/s (bfloat16 8192^3 matmul on NVIDIA H200, cuda); "
                              "expected >= 800 TFLOP/s (expect.min_tflops)\n  fix: power h200 off at the wall (AC off")
     assert "a reboot does not clear it" in f.text
 
 
 def test_a_clock_under_the_floor_names_the_reasons():
-    # The real H200 at its 700 W cap ran at 1455-1560 MHz: under a 1700 MHz floor that is what a stuck clock looks like.
+    # The real H200 at its 700 W cap ran at 1395-1545 MHz: under a 1700 MHz floor that is what a stuck clock looks like.
     [f] = gpu.judge_compute("h200", H200, SAMPLES, None, H200_PROFILE.model_copy(update={"min_sm_clock_mhz": 1700}), None)
     assert codes([f]) == [(Code.GPU_CLOCK_LOW, "h200", False)]
-    assert f.text.startswith("[gpu-clock-low] h200: saw SM clock 1485 MHz under load (median of 24 samples, max 1980.0 MHz), 691.125 W, ")
+    assert f.text.startswith("[gpu-clock-low] h200: saw SM clock 1477.5 MHz under load (median of 22 samples, max 1980.0 MHz), "
+                             "691.84 W, ")
     assert "reasons sw_power_cap; expected >= 1700 MHz (expect.min_sm_clock_mhz)" in f.text
     assert f.text.endswith("active clock-event reasons under load: sw_power_cap")
 
@@ -123,40 +147,57 @@ def test_the_driver_the_profile_names():
                       "expect.driver_version after checking the new driver on one node")
 
 
-# The one-H200 machine's run (selftests/device/run_canaries_h200.sh): our programs' own lines and the suite's sampler.
-ONE_GPU = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-matmul.json"))
-ONE_GPU_ROWS = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-1gpu-smi-samples-matmul.txt"))
-ONE_GPU_NCCL = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-nccl.json"))
-
-
 def test_the_one_gpu_run_passes_the_device_profile():
-    assert (ONE_GPU["tflops"], ONE_GPU["iterations"], ONE_GPU["backend"], ONE_GPU["device"]) == (665.9505, 6020, "cuda", "NVIDIA H200")
-    load = gpu.load_of(ONE_GPU_ROWS)
-    assert (load.samples, load.sm_clock_mhz, load.power_w, load.temperature_c, load.reason_text) == \
-        (22, 1477.5, 691.84, 59.0, "sw_power_cap")
-    profile = load_cluster(REPO / "selftests" / "device" / "h200-local-cluster.yaml")
-    assert gpu.judge_compute("h200", ONE_GPU, ONE_GPU_ROWS, None, profile.expect, ("h200", ONE_GPU["tflops"])) == []
+    profile = load_cluster(DEVICE_CLUSTER)
+    assert gpu.judge_compute("h200", H200, SAMPLES, None, profile.expect, ("h200", H200["tflops"])) == []
 
 
 def test_the_h200_image_nccl_variable_lies():
     # The machine's CUDA image sets NCCL_VERSION=2.28.3-1; torch 2.11.0+cu130 loads the pip wheel's 2.28.9.
-    assert {k: ONE_GPU_NCCL[k] for k in ("version", "version_code", "build_id", "env_nccl_version", "static")} == {
-        "version": "2.28.9", "version_code": 22809, "build_id": "9fcf74d93a8c3605bf7718f594d0a24366e38536",
+    assert {k: H200_NCCL[k] for k in ("path", "version", "version_code", "build_id", "env_nccl_version", "static")} == {
+        "path": LIBNCCL, "version": "2.28.9", "version_code": 22809, "build_id": "9fcf74d93a8c3605bf7718f594d0a24366e38536",
         "env_nccl_version": "2.28.3-1", "static": False}
-    profile = load_cluster(REPO / "selftests" / "device" / "h200-local-cluster.yaml")
-    [f] = gpu.judge_nccl_identity("h200", "h200", ONE_GPU_NCCL, ONE_GPU_NCCL, profile.deploy.nccl, profile.deploy.image)
+    profile = load_cluster(DEVICE_CLUSTER)
+    [f] = gpu.judge_nccl_identity("h200", "h200", H200_NCCL, H200_NCCL, profile.deploy.nccl, profile.deploy.image)
     assert codes([f]) == [(Code.IMAGE_NCCL_ENV_STALE, "h200", True)]
     # the pin (the x2 machine's library, same build id) holds; only the variable is wrong
     assert f.text.startswith("[image-nccl-env-stale] h200: saw the image's NCCL_VERSION=2.28.3-1, but torch loads NCCL 2.28.9 "
-                             "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2 build id 9fcf74d9")
+                             f"{LIBNCCL} build id 9fcf74d9")
+
+
+def test_the_second_run_agrees_with_the_first():
+    # The same programs on a later lease: 1.5% slower (the GPU still warm from a run a minute before), the same library.
+    assert (R2["tflops"], R2["iterations"], R2["device"], R2["torch"]) == (655.6855, 5930, "NVIDIA H200", "2.11.0+cu130")
+    load = gpu.load_of(R2_SAMPLES)
+    assert (load.samples, load.sm_clock_mhz, load.power_w, load.temperature_c, load.reason_text) == \
+        (21, 1440.0, 692.01, 69.0, "sw_power_cap")
+    profile = load_cluster(DEVICE_CLUSTER)
+    assert gpu.judge_compute("run-2", R2, R2_SAMPLES, None, profile.expect, ("run-1", H200["tflops"])) == []
+    assert {k: R2_NCCL[k] for k in ("path", "version", "build_id")} == {k: H200_NCCL[k] for k in ("path", "version", "build_id")}
+    found = gpu.judge_nccl_identity("run-2", "run-1", R2_NCCL, H200_NCCL, profile.deploy.nccl, profile.deploy.image)
+    assert codes(found) == [(Code.IMAGE_NCCL_ENV_STALE, "run-2", True)]  # the variable again; path, version, build id equal
+
+
+def outcomes(junit: str) -> dict[str, str]:
+    return {c.get("name"): ("skipped" if c.find("skipped") is not None else "failed" if c.find("failure") is not None
+                            else "passed") for c in ET.fromstring(junit).iter("testcase")}
 
 
 def test_the_preflight_through_the_local_connection_passed_on_the_h200():
-    xml = read_capture("ours/raw/gpu_canary/h200-1gpu-preflight-junit.xml")
-    import xml.etree.ElementTree as ET
+    assert outcomes(read_capture("ours/raw/gpu_canary/h200-1gpu-preflight-junit.xml")) == {
+        "test_ssh_user[h200]": "passed", "test_os_parity[NOTSET]": "skipped", "test_gpu_name[h200]": "passed",
+        "test_driver_parity[h200]": "passed", "test_driver_same_as_head[NOTSET]": "skipped",
+        "test_driver_version[h200]": "passed", "test_gpu_compute[h200]": "passed", "test_image_nccl[h200]": "passed"}
 
-    cases = {c.get("name"): ("skipped" if c.find("skipped") is not None else "failed" if c.find("failure") is not None
-                             else "passed") for c in ET.fromstring(xml).iter("testcase")}
-    assert cases == {"test_ssh_user[h200]": "passed", "test_os_parity[NOTSET]": "skipped", "test_gpu_name[h200]": "passed",
-                     "test_driver_parity[h200]": "passed", "test_driver_same_as_head[NOTSET]": "skipped",
-                     "test_driver_version[h200]": "passed", "test_gpu_compute[h200]": "passed", "test_image_nccl[h200]": "passed"}
+
+def test_the_second_preflight_ran_test_image_kernels_and_it_passed():
+    # Run 2: the same files, now with test_image_kernels (torch op and Triton 3.6.0 kernel with the machine's python3)
+    junit = read_capture("ours/raw/gpu_canary/h200-1gpu-r2-preflight-junit.xml")
+    assert outcomes(junit) == {
+        "test_ssh_user[h200]": "passed", "test_os_parity[NOTSET]": "skipped", "test_gpu_name[h200]": "passed",
+        "test_driver_parity[h200]": "passed", "test_driver_same_as_head[NOTSET]": "skipped",
+        "test_driver_version[h200]": "passed", "test_gpu_compute[h200]": "passed", "test_image_kernels[h200]": "passed",
+        "test_image_nccl[h200]": "passed"}
+    measured = [p.get("value") for p in ET.fromstring(junit).iter("property") if p.get("name") == "gb10check_measurement"]
+    assert measured[0] == "('matmul', 'h200', 655.447, 'TFLOP/s (bfloat16 on NVIDIA H200)')"
+    assert measured[1] == "('SM clock under load (median)', 'h200', 1440.0, 'MHz of 1980.0')"

@@ -2,7 +2,9 @@
 carrying the errors real images print on GB10: Triton's bundled ptxas refusing sm_121a (the PTXASError text of Triton
 issue 8539 and vLLM issue 29469: "`ptxas` stderr:", the fatal line, the repro command, the generated PTX), and torch
 without sm_121 code (CUDA's "no kernel image is available for execution on the device", with torch's own warning that
-the GPU's capability is not in its build); and the canary itself on this machine's CPU torch (no GPU: said, not passed)."""
+the GPU's capability is not in its build); the canary's real line from our H200 and the real refusals of that machine's
+ptxas binaries and of its Triton 3.6.0 (selftests/captures/README.md); and the canary itself on this machine's CPU torch
+(no GPU: said, not passed)."""
 
 import json
 import subprocess
@@ -13,6 +15,8 @@ import pytest
 from gb10check import canary
 from gb10check.checks import gpu
 from gb10check.remedies import Code
+
+from .conftest import read_capture
 
 SIM_PYTHON = Path("/var/cache/gb10check/vllm-venv/bin/python3")  # gb10check/sim/provision.py's venv: CPU torch 2.13
 IMAGE = "vllm/vllm-openai:qwen38-flash-next"
@@ -58,12 +62,14 @@ def test_ptxas_without_sm_121a_names_the_image_and_ptxas_fix():
         f"[image-ptxas-arch] spark-1: saw Triton 3.5.0 in {IMAGE} cannot compile for NVIDIA GB10 (sm_121): ptxas fatal   : "
         "Value 'sm_121a' is not defined for option 'gpu-name'; expected a ptxas that knows sm_121a\n"
         "  fix: use an image built for sm_121a (CUDA 13: a Triton whose ptxas knows sm_121a), or point Triton at the "
-        "image's CUDA 13 ptxas: TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas in the compose environment "
-        "(deploy.extra_environment) if the image has one (Triton issue 8539, vLLM issues 29469 and 36835)")
-    # The same refusal from Jetson Thor's ptxas-blackwell (sm_110a), as TorchInductor reports it.
+        "image's CUDA 13 ptxas: TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (the variable of the ptxas that refused) in the "
+        "compose environment (deploy.extra_environment) if the image has one (Triton issue 8539, vLLM issues 29469 and 36835)")
+    # The same refusal from Jetson Thor's ptxas-blackwell (sm_110a), as TorchInductor reports it: Triton reads that
+    # tool's path from another variable.
     thor = PTXAS.replace("ptxas fatal", "ptxas-blackwell fatal").replace("sm_121a", "sm_110a")
     [g] = gpu.judge_image_kernels("thor", with_(triton={"ok": False, "version": "3.4.0", "error": thor}), IMAGE, SHOWN)
     assert g.code is Code.IMAGE_PTXAS_ARCH and g.params["arch"] == "sm_110a"
+    assert "TRITON_PTXAS_BLACKWELL_PATH=/usr/local/cuda/bin/ptxas (the variable of the ptxas that refused)" in g.text
 
 
 def test_torch_without_sm_121_code_carries_cudas_message():
@@ -104,3 +110,88 @@ def test_the_canary_on_cpu_torch_says_there_is_no_gpu():
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert out.returncode == 0
     assert result == {"torch": "2.13.0+cpu", "cuda": None, "gpu": None, "reason": "torch 2.13.0+cpu has no CUDA (a CPU build)"}
+
+
+# ---- real outputs from our one-H200 machine (run 2 of selftests/device/run_canaries_h200.sh) --------------------------
+H200_KERNELS = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-r2-kernels.json"))
+TRITON_LIB = "/opt/torch/.venv/lib/python3.12/site-packages/triton/backends/nvidia/bin"
+
+
+def ptxas_runs(text: str) -> dict[tuple[str, str], tuple[int, list[str]]]:
+    """raw/gpu_canary/h200-1gpu-r2-ptxas-archs.txt: {(binary, what): (exit status, output lines)} for each `$ BINARY
+    --version` and `$ BINARY --gpu-name=ARCH ...` the script ran (what: "version" or the arch)."""
+    runs, current, lines = {}, None, []
+    for line in text.splitlines():
+        if line.startswith("$ "):
+            words = line[2:].split()
+            arg = words[1]
+            current = (words[0], "version" if arg == "--version" else arg.removeprefix("--gpu-name=")) \
+                if arg == "--version" or arg.startswith("--gpu-name=") else None
+            lines = []
+        elif current and line.startswith("exit "):
+            runs[current] = (int(line[5:]), lines)
+            current = None
+        elif current:
+            lines.append(line)
+    return runs
+
+
+def test_the_real_h200_kernels_canary_passes():
+    assert {k: H200_KERNELS[k] for k in ("torch", "cuda", "gpu", "device", "capability")} == {
+        "torch": "2.11.0+cu130", "cuda": "13.0", "gpu": 0, "device": "NVIDIA H200", "capability": "sm_90"}
+    assert H200_KERNELS["arch_list"] == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]  # no sm_121: not a GB10 build
+    assert H200_KERNELS["torch_op"] == {"ok": True, "error": None, "warnings": []}
+    assert H200_KERNELS["triton"] == {"version": "3.6.0", "ptxas_path": None, "ok": True, "error": None, "warnings": []}
+    assert gpu.judge_image_kernels("h200", H200_KERNELS, "python3", "python3 - < gb10check/canary/kernels.py") == []
+
+
+def test_which_real_ptxas_knows_sm_121a():
+    runs = ptxas_runs(read_capture("ours/raw/gpu_canary/h200-1gpu-r2-ptxas-archs.txt"))
+    legacy, blackwell, cuda = f"{TRITON_LIB}/ptxas", f"{TRITON_LIB}/ptxas-blackwell", "/usr/local/cuda/bin/ptxas"
+    assert [next(line for line in runs[(b, "version")][1] if "release" in line) for b in (legacy, blackwell, cuda)] == [
+        "Cuda compilation tools, release 12.8, V12.8.93", "Cuda compilation tools, release 12.9, V12.9.86",
+        "Cuda compilation tools, release 13.0, V13.0.88"]
+    # every one builds for the H200 (sm_90a) and none knows sm_199a
+    assert {b: runs[(b, "sm_90a")] for b in (legacy, blackwell, cuda)} == {b: (0, []) for b in (legacy, blackwell, cuda)}
+    assert runs[(blackwell, "sm_199a")] == (255, ["ptxas-blackwell fatal   : Value 'sm_199a' is not defined for option 'gpu-name'"])
+    # sm_121a: Triton 3.6.0's own CUDA 12.8 ptxas refuses it with issue 8539's words; its 12.9 ptxas-blackwell and CUDA 13 know it
+    assert runs[(legacy, "sm_121a")] == (255, ["ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'"])
+    assert runs[(blackwell, "sm_121a")] == (0, []) and runs[(cuda, "sm_121a")] == (0, [])
+
+
+def test_the_real_ptxas_refusing_sm_121a_on_a_gb10_names_the_ptxas_variable():
+    # The 12.8 ptxas's own words in the error of a GB10 canary line (the line around them is this file's GB10 example)
+    runs = ptxas_runs(read_capture("ours/raw/gpu_canary/h200-1gpu-r2-ptxas-archs.txt"))
+    [refusal] = runs[(f"{TRITON_LIB}/ptxas", "sm_121a")][1]
+    result = with_(triton={"ok": False, "version": "3.6.0", "ptxas_path": None, "error": refusal, "warnings": []})
+    [f] = gpu.judge_image_kernels("spark-1", result, IMAGE, SHOWN)
+    assert codes([f]) == [(Code.IMAGE_PTXAS_ARCH, "spark-1", False)]
+    assert f.params == {"node": "spark-1", "arch": "sm_121a", "ptxas_env": "TRITON_PTXAS_PATH"}
+    assert f.seen == (f"Triton 3.6.0 in {IMAGE} cannot compile for NVIDIA GB10 (sm_121): ptxas fatal   : Value 'sm_121a' "
+                      "is not defined for option 'gpu-name'")
+
+
+def test_tritons_real_ptxas_error_is_judged_ptxas_arch():
+    # Triton 3.6.0 on the H200, asked for sm_199a (selftests/device/triton_arch_probe.py 199): through its JIT and through
+    # triton.compile the same PTXASError from ptxas-blackwell; for sm_121a both compiled (ptxas-blackwell 12.9 knows it).
+    probe = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-r2-triton-arch-199.json"))
+    assert (probe["triton"], probe["ok"], probe["compile"]["ok"]) == ("3.6.0", False, False)
+    assert probe["error"].startswith("triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error\n"
+                                     "`ptxas` stderr:\nptxas-blackwell fatal   : Value 'sm_199a' is not defined for option "
+                                     f"'gpu-name'\n\nRepro command: {TRITON_LIB}/ptxas-blackwell -lineinfo -v --gpu-name=sm_199a ")
+    sm121 = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-r2-triton-arch-121.json"))
+    assert (sm121["triton"], sm121["ok"], sm121["compile"]) == ("3.6.0", True, {"ok": True, "error": None})
+    # The kernel canary's line from that machine with the probe's outcome as its Triton part
+    result = json.loads(json.dumps(H200_KERNELS))
+    result["triton"].update(ok=False, error=probe["error"])
+    [f] = gpu.judge_image_kernels("h200", result, "python3", "python3 - < gb10check/canary/kernels.py")
+    assert codes([f]) == [(Code.IMAGE_PTXAS_ARCH, "h200", False)]
+    assert f.text == (
+        "[image-ptxas-arch] h200: saw Triton 3.6.0 in python3 cannot compile for NVIDIA H200 (sm_90): ptxas-blackwell fatal   : "
+        "Value 'sm_199a' is not defined for option 'gpu-name'; expected a ptxas that knows sm_199a\n"
+        "  fix: use an image built for sm_199a (CUDA 13: a Triton whose ptxas knows sm_199a), or point Triton at the image's "
+        "CUDA 13 ptxas: TRITON_PTXAS_BLACKWELL_PATH=/usr/local/cuda/bin/ptxas (the variable of the ptxas that refused) in the "
+        "compose environment (deploy.extra_environment) if the image has one (Triton issue 8539, vLLM issues 29469 and 36835)")
+    assert gpu.compiler_message(probe["error"]) == ("triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen "
+                                                    "error | ptxas-blackwell fatal   : Value 'sm_199a' is not defined for "
+                                                    "option 'gpu-name'")

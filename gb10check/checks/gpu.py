@@ -132,8 +132,16 @@ def judge_nccl_identity(node: str, head: str, mine: dict, heads: dict, pin: Nccl
     return findings
 
 
-# ptxas refusing the GPU's architecture: "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'"
-PTXAS_ARCH = re.compile(r"(ptxas[\w-]*\s+fatal\s*:\s*Value '(?P<arch>sm_\d+[a-z]?)' is not defined for option 'gpu-name')")
+# ptxas refusing the GPU's architecture: "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'"; the tool
+# is Triton's ptxas or ptxas-blackwell (what Triton 3.6.0 ran for sm_199a on our H200: selftests/captures/README.md)
+PTXAS_ARCH = re.compile(r"((?P<tool>ptxas[\w-]*)\s+fatal\s*:\s*Value '(?P<arch>sm_\d+[a-z]?)' is not defined for option 'gpu-name')")
+
+
+def ptxas_variable(tool: str) -> str:
+    """The environment variable that points Triton at another binary for that tool, by Triton's rule (TRITON_, the
+    name upper-cased with - as _, _PATH): TRITON_PTXAS_PATH for ptxas, TRITON_PTXAS_BLACKWELL_PATH for ptxas-blackwell,
+    which Triton 3.6 runs for sm_100 and later (the GB10's sm_121a too), so TRITON_PTXAS_PATH alone does not reach it."""
+    return f"TRITON_{tool.upper().replace('-', '_')}_PATH"
 
 
 def compiler_message(error: str, limit: int = 400) -> str:
@@ -164,7 +172,7 @@ def judge_image_kernels(node: str, result: dict, image: str, command: str) -> li
         version = f"Triton {tr.get('version')}" if tr.get("version") else "Triton"
         if m:
             findings.append(Finding(Code.IMAGE_PTXAS_ARCH, node, f"{version} in {image} cannot compile for {where}: {m[1]}",
-                                    f"a ptxas that knows {m['arch']}", arch=m["arch"]))
+                                    f"a ptxas that knows {m['arch']}", arch=m["arch"], ptxas_env=ptxas_variable(m["tool"])))
         else:
             findings.append(Finding(Code.IMAGE_KERNELS, node, f"a {version} kernel on {where} in {image} failed: "
                                     f"{compiler_message(error)}", "the kernel to compile and run",

@@ -66,7 +66,7 @@ ERRORS = [
     ("triton_ptxas_sm121a", re.compile(r"Value 'sm_121a?' is not defined for option 'gpu-name'|ptxas.*sm_121a?\b.*(?:returned non-zero exit status|fatal)|"
                                        r"sm_121a?.*is not defined|ptxas fatal.*sm_12\d"),
      "Triton's bundled ptxas does not know the GB10's sm_121a: use a vLLM image built for GB10 (CUDA 12.9+/13), or point "
-     "TRITON_PTXAS_PATH at the CUDA toolkit's ptxas"),
+     "TRITON_PTXAS_PATH at the CUDA toolkit's ptxas (TRITON_PTXAS_BLACKWELL_PATH when the message names ptxas-blackwell)"),
     ("torch_arch_unsupported", re.compile(r"sm_12\d is not compatible with the current PyTorch installation|"
                                           r"no kernel image is available for execution on the device"),
      "this PyTorch/vLLM build has no kernels for the GB10 (sm_121): use an image built for it (aarch64, CUDA 12.9+/13)"),

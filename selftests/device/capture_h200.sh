@@ -4,6 +4,9 @@
 #   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 #   set -o pipefail; bash selftests/device/capture_h200.sh 2>&1 | tee $OUT/run.log
 # Writes the captures under $CAP (default /tmp/cap) and tars them into $OUT/captures.tgz.
+# The 2026-11-30 run (selftests/captures/README.md) timed the matmul and read the NCCL identity with a program of its own,
+# selftests/device/gpu_canary.py (removed since; `git show d52dddc:selftests/device/gpu_canary.py`); step 3 now runs the
+# suite's packaged programs, gb10check/canary/matmul.py and nccl.py, as test_gpu_compute and test_image_nccl do.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 REPO=$(pwd)
@@ -62,8 +65,15 @@ nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks
   >$G/h200-smi-samples-500ms.txt 2>&1 &
 SMI=$!
 sleep 1.5
-PYTHONUNBUFFERED=1 python3 "$REPO"/selftests/device/gpu_canary.py --seconds 10 --json $G/h200-canary.json 2>&1 | tee $G/h200-canary-stdout.txt
+step "python3 - --seconds 10 < gb10check/canary/matmul.py > gpu_canary/h200-matmul.json"
+PYTHONUNBUFFERED=1 python3 - --seconds 10 < "$REPO"/gb10check/canary/matmul.py >$G/h200-matmul.json; echo "rc=$?"
 sleep 1.5; kill $SMI; wait $SMI 2>/dev/null
+cat $G/h200-matmul.json
+step "python3 - < gb10check/canary/nccl.py > gpu_canary/h200-nccl.json"
+python3 - < "$REPO"/gb10check/canary/nccl.py >$G/h200-nccl.json; echo "rc=$?"
+cat $G/h200-nccl.json
+step "readelf -n <that libnccl> | grep 'Build ID' (the same id, read by binutils)"
+readelf -n "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["path"])' $G/h200-nccl.json)" | grep 'Build ID'
 
 step "wait for the build"
 wait $BUILD; echo "build rc=$?"; tail -5 $R/h200-nccl-tests-build.txt; ls -l $B

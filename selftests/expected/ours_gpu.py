@@ -143,6 +143,24 @@ EXPECTED = {
             "29.clocks_current_sm_mhz": 1965.0,  # the loop ending
             "29.power_draw_w": 491.46,
         }),
+    # ---- the same, the second one-H200 run (run_canaries_h200.sh with the kernels canary; the GPU still warm from a run
+    # a minute before) ----
+    "ours/gpu_canary/h200-1gpu-r2-smi-samples-matmul.txt": (
+        "nvidia_smi_query", {
+            "#": 28,
+            "0.clocks_current_sm_mhz": 345.0,  # idle before torch starts, 40 C
+            "0.power_draw_w": 80.24,
+            "0.temperature_gpu": 40.0,
+            "0.clocks_event_reasons_active": "0x0000000000000001",  # GPU idle
+            "7.clocks_current_sm_mhz": 1485.0,  # the loop starting: already power-capped at 215 W
+            "7.power_draw_w": 215.32,
+            "7.clocks_event_reasons_active": "0x0000000000000004",  # SW power cap
+            "20.clocks_current_sm_mhz": 1425.0,  # the lowest clock under load
+            "20.power_draw_w": 691.57,
+            "20.temperature_gpu": 69.0,  # the highest temperature
+            "27.clocks_current_sm_mhz": 1965.0,  # the loop ending
+            "27.power_draw_w": 596.82,
+        }),
     # ---- memory -------------------------------------------------------------------------------------
     "ours/meminfo/h200-proc-meminfo.txt": (
         "meminfo", {
