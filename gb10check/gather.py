@@ -610,6 +610,14 @@ def shard_read_rate(node: RemoteNode) -> tuple[str | None, bool, float | None, s
     return shard, "-- direct --" in out.stdout, run.bytes_per_s if run else None, why or ""
 
 
+def peer_shard_read_rate(node: RemoteNode, name: str) -> tuple[str | None, bool, float | None, str] | None:
+    """Another node's shard_read_rate for a comparison; None when that node could not be reached or read."""
+    try:
+        return shard_read_rate(node.fleet.node(name))
+    except RemoteError:
+        return None
+
+
 def nccl_identity(node: RemoteNode) -> dict:
     """The NCCL torch in the image loads on this node (gb10check/canary/nccl.py)."""
     return canary_json(node, "test_image_nccl")
