@@ -15,6 +15,7 @@ Figures, not assertions: run it on an idle server.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -42,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--runs", type=int, help="runs per depth (default: soak.depth_runs, else 3)")
     p.add_argument("--api-key-env", help="the variable holding the API key (default: serving.api_key_env)")
     p.add_argument("--book-url", help="passed to llama-benchy (its prompt text; default: its own)")
+    p.add_argument("--book-file", help="a local text for llama-benchy's prompts instead of downloading its book (offline): "
+                                       "placed in its cache (~/.cache/llama-benchy/<md5 of the URL>.txt) under a file:// URL")
     p.add_argument("--llama-benchy", default="llama-benchy", help="the llama-benchy command (default: llama-benchy on PATH)")
     p.add_argument("--timeout-s", type=float, default=900, help="longest wait for one request's first token (default 900)")
     args = p.parse_args(argv)
@@ -62,6 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.depth = args.depth or [0, 4096, 16384]
     args.pp, args.tg, args.runs = args.pp or 2048, args.tg or 32, args.runs or 3
     args.tokenizer = args.tokenizer or args.model
+    if args.book_file:
+        args.book_url = Path(args.book_file).resolve().as_uri()
     if any(d < 0 for d in args.depth) or min(args.pp, args.tg, args.runs) < 1:
         p.error("depths must be >= 0, --pp, --tg and --runs >= 1")
     if args.tg < 2:
@@ -77,6 +82,15 @@ def llama_benchy_command(args: argparse.Namespace, out: str) -> list[str]:
     if args.book_url:
         cmd += ["--book-url", args.book_url]
     return cmd
+
+
+def seed_book_cache(book_file: str, url: str) -> Path:
+    """llama-benchy 0.4.0 reads its book from ~/.cache/llama-benchy/<md5(url)>.txt when it is there (corpus.py), and
+    downloads it otherwise: an offline run gives it the text first."""
+    cache = Path.home() / ".cache" / "llama-benchy" / (hashlib.md5(url.encode()).hexdigest() + ".txt")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(Path(book_file).read_text(encoding="utf-8"), encoding="utf-8")
+    return cache
 
 
 def read_llama_benchy(report: dict) -> dict[tuple[str, int], float]:
@@ -128,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         print("$ " + " ".join(cmd), flush=True)
         if key:  # after the command was printed: the key is never shown
             cmd += ["--api-key", key]
-        done = subprocess.run(cmd)
+        if args.book_file:
+            seed_book_cache(args.book_file, args.book_url)
+        # Bounded: every depth's runs, each waiting at most --timeout-s for its first token.
+        done = subprocess.run(cmd, timeout=args.timeout_s * len(args.depth) * args.runs + 600)
         if done.returncode != 0 or not Path(out).exists():
             print(f"llama-benchy exited {done.returncode}", file=sys.stderr)
             return 1

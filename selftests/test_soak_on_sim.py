@@ -81,7 +81,9 @@ def soak_with_fault(path: Path, inject, after_s: float, *args: str) -> tuple[dic
     injected = time.monotonic()
     inject()
     worker.join(600)
-    return done["run"], time.monotonic() - injected
+    took = time.monotonic() - injected
+    print(f"{inject.__name__}: the soak stage ended {took:.1f} s after the fault")  # shown with -rP
+    return done["run"], took
 
 
 def failure(run, test_id: str) -> str:
@@ -104,16 +106,17 @@ def test_healthy_soak_long_context_and_depth_sweep_pass(pair):
         assert re.search(rf"soak min_mem_available\s+{node}\s+\d+\.\d\d GiB", out), out[-3000:]
     assert re.search(rf"long-context prefill\s+{A}\s+\d+\.\d\d s", out), out[-3000:]
     # llama-benchy's table: pp and tg rows per depth (d0 has no suffix)
-    assert re.search(r"\| pp256 +\| +\d+\.\d+", out) and re.search(r"\| tg32 @ d2048 +\| +\d+\.\d+", out), out[-3000:]
+    assert re.search(r"\|\s+pp128\s+\|\s+\d+\.\d+", out) and re.search(r"\|\s+tg16 @ d512\s+\|\s+\d+\.\d+", out), out[-3000:]
 
 
 def test_prompt_larger_than_the_server_accepts_is_named(pair):
     pair.deployed()
-    path = pair.cluster_file(deploy_max_model_len=16384)  # the cluster file says 16384; the server runs 8192
+    # The cluster file says 16384 and asks for 0.99 of it; the server runs 8192.
+    path = pair.cluster_file(deploy_max_model_len=16384, long_context_fraction=0.99)
     run = run_suite(path, "-m", "soak", "-k", "test_long_context", timeout=600)
     text = failure(run, f"{SK}/test_long_context.py::test_long_context")
-    assert re.search(rf"\[long-context-refused\] {A}: saw a 14\d\d\d-token prompt .*-> .*(maximum context length|max_model_len|8192)", text), text
-    assert "fix: the server refused a 14" in text and "--max-model-len 16384" in text, text
+    assert re.search(rf"\[long-context-refused\] {A}: saw a 16\d\d\d-token prompt .*-> .*(maximum context length|max_model_len|8192)", text), text
+    assert "fix: the server refused a 16" in text and "--max-model-len 16384" in text, text
 
 
 def test_memory_hog_on_the_follower_stops_every_rank_and_names_it(pair):
@@ -122,7 +125,7 @@ def test_memory_hog_on_the_follower_stops_every_rank_and_names_it(pair):
     path = pair.cluster_file(min_mem_available=round(launcher.mem_available_gib(B) - 4.5, 2))
 
     def hog():
-        control.node_exec(B, "timeout 120 python3 -c 'b = b\"x\" * (6 * 2**30); import time; time.sleep(120)' &", check=False)
+        control.node_exec(B, "timeout 120 python3 -c 'b = b\"x\" * (6 * 2**30); import time; time.sleep(120)' >/dev/null 2>&1 &", check=False)
 
     run, took = soak_with_fault(path, hog, 20, "-k", "test_sustained_load")
     control.node_exec(B, "pkill -f 'b = b' || true", check=False)
@@ -137,13 +140,15 @@ def test_frozen_rank_is_a_stall_named_within_the_limit(pair):
     launcher = pair.deployed()
     stall_limit = load_cluster(pair.path).soak.stall_limit_s
     # SIGSTOP every process of the follower's rank but the container's init (vllm serve's engine and workers).
-    freeze = lambda: control.node_exec(B, "docker exec gb10-vllm sh -c 'kill -STOP -1'", check=False)  # noqa: E731
+    def freeze():
+        control.node_exec(B, "docker exec gb10-vllm sh -c 'kill -STOP -1'", check=False)
+
     try:
         run, took = soak_with_fault(pair.path, freeze, 20, "-k", "test_sustained_load")
     finally:
         control.node_exec(B, "docker exec gb10-vllm sh -c 'kill -CONT -1'", check=False)
     text = failure(run, LOAD)
-    assert re.search(r"\[soak-stall\] .*soak stream #\d+: saw no answer for 2\d\.\d s while waiting for", text), text
+    assert re.search(r"\[soak-stall\] .*soak stream #\d+: saw no answer for 3\d\.\d s while waiting for", text), text
     assert took < stall_limit + 15, f"named {took:.0f} s after the freeze (stall limit {stall_limit:g} s)"
     launcher.stop(A, kill=True)  # a stalled TP pair does not come back by itself: the next test deploys again
     launcher.stop(B, kill=True)
@@ -151,7 +156,9 @@ def test_frozen_rank_is_a_stall_named_within_the_limit(pair):
 
 def test_follower_container_killed_is_named_with_its_log(pair):
     launcher = pair.deployed()
-    kill = lambda: control.node_exec(B, "docker kill gb10-vllm", check=False)  # noqa: E731
+    def kill():
+        control.node_exec(B, "docker kill gb10-vllm", check=False)
+
     run, took = soak_with_fault(pair.path, kill, 20, "-k", "test_sustained_load")
     text = failure(run, LOAD)
     assert re.search(rf"\[soak-rank-exited\] {B}: saw rank 1's container exited with code \d+ at \d+ s into the run", text), text
