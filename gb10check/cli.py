@@ -67,6 +67,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
     p.set_defaults(func=cmd_netplan)
+    p = sub.add_parser("hold-driver", help="hold the NVIDIA driver packages test_driver_packages_held warns about (apt-mark "
+                                           "hold), after showing them; --blacklist: also keep them out of unattended-upgrades")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--node", action="append", metavar="NAME", help="only this node (repeatable; default: every node)")
+    p.add_argument("--blacklist", action="store_true", help="also list every installed driver package in unattended-upgrades' "
+                                                            "Package-Blacklist, in /etc/apt/apt.conf.d/51gb10check-hold-nvidia")
+    p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    p.set_defaults(func=cmd_hold_driver)
+    p = sub.add_parser("nm-release-qsfp", help="make the NetworkManager DHCP profiles on QSFP netdevs inert (autoconnect no, "
+                                               "down), after showing them; --delete: delete them")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--node", action="append", metavar="NAME", help="only this node (repeatable; default: every node)")
+    p.add_argument("--delete", action="store_true", help="delete the profiles (nmcli connection delete) instead")
+    p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    p.set_defaults(func=cmd_nm_release_qsfp)
     p = sub.add_parser("sync", help="copy the image (docker save | docker load) and the model's HF cache (rsync) from rank 0 "
                                     "to every node over the first QSFP link, then verify")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
@@ -151,11 +166,15 @@ def cluster_from(arg: str | None):
 
 
 @contextlib.contextmanager
-def connected(cluster):
-    """Every node of the cluster over the suite's remote layer, in rank order; closed afterwards."""
+def connected(cluster, names: list[str] | None = None):
+    """Every node of the cluster (or those named) over the suite's remote layer, in rank order; closed afterwards."""
     from .remote import RemoteNode
 
-    nodes = [RemoteNode(n, cluster.ssh) for n in cluster.by_rank()]
+    unknown = sorted(set(names or []) - {n.name for n in cluster.nodes})
+    if unknown:
+        raise SystemExit(f"gb10check: no node {', '.join(unknown)} in the cluster file (its nodes: "
+                         f"{', '.join(n.name for n in cluster.by_rank())})")
+    nodes = [RemoteNode(n, cluster.ssh) for n in cluster.by_rank() if not names or n.name in names]
     try:
         yield nodes
     finally:
@@ -191,6 +210,22 @@ def cmd_netplan(args: argparse.Namespace) -> int:
     cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         return netplan.step(cluster, nodes, args.check)
+
+
+def cmd_hold_driver(args: argparse.Namespace) -> int:
+    from .deploy import holddriver
+
+    cluster = cluster_from(args.cluster)
+    with connected(cluster, args.node) as nodes:
+        return holddriver.step(nodes, args.check, blacklist=args.blacklist)
+
+
+def cmd_nm_release_qsfp(args: argparse.Namespace) -> int:
+    from .deploy import nmrelease
+
+    cluster = cluster_from(args.cluster)
+    with connected(cluster, args.node) as nodes:
+        return nmrelease.step(nodes, args.check, delete=args.delete)
 
 
 def cmd_sync(args: argparse.Namespace) -> int:

@@ -73,8 +73,8 @@ RDMA_COUNTERS = ("for f in /sys/class/infiniband/*/ports/*/counters/link_downed 
 NM_PROFILES = ("if ! command -v nmcli >/dev/null 2>&1; then echo '-- nmcli: absent --'; "
                "elif ! nmcli -t -f UUID,DEVICE connection show >/dev/null 2>&1; then echo '-- NetworkManager: not running --'; "
                "else nmcli -t -f UUID,DEVICE connection show | while IFS=: read -r uuid dev; do echo \"-- profile $uuid --\"; "
-               "echo \"device:$dev\"; nmcli -t -f connection.id,connection.type,connection.interface-name,ipv4.method "
-               "connection show \"$uuid\"; done; fi")
+               "echo \"device:$dev\"; nmcli -t -f connection.id,connection.type,connection.interface-name,connection.autoconnect,"
+               "ipv4.method connection show \"$uuid\"; done; fi")
 IBV_DEVINFO = "ibv_devinfo"
 # Every Mellanox PCI function with its capability blocks (LnkCap / LnkSta need root); -D: the domain always shown.
 LSPCI = "lspci -D -nn -vv -d 15b3:"

@@ -259,16 +259,17 @@ REMEDIES: dict[Code, str] = {
     Code.KNOWN_BAD_VERSION: "{advisory_fix} (source: {source})",
     Code.REBOOT_REQUIRED: "reboot {node} before deploying (upgrades installed since boot take effect then; a driver upgrade "
                           "otherwise shows up later as an NVML mismatch)",
-    Code.DRIVER_NOT_HELD: "on {node}: {hold_command} (or add them to Unattended-Upgrade::Package-Blacklist in "
-                          "/etc/apt/apt.conf.d/50unattended-upgrades); upgrade the driver deliberately on every node at once, "
-                          "then reboot (source: {source})",
+    Code.DRIVER_NOT_HELD: "scripts/hold-driver --node {node} (shows, then holds them; --blacklist also keeps them out of "
+                          "unattended-upgrades through /etc/apt/apt.conf.d/51gb10check-hold-nvidia), or by hand on {node}: "
+                          "{hold_command}; upgrade the driver deliberately on every node at once, then reboot (source: {source})",
     Code.KERNEL_LOG: "read the lines ({what}) in sudo journalctl -k -b on {node}: an Xid names the GPU fault (NVIDIA's Xid "
                      "catalogue), NV_ERR_NO_MEMORY and OOM kills mean unified memory ran out (lower gpu_memory_utilization or "
                      "max_model_len), mlx5 link down means the cable or the peer port flapped; a reboot clears the log",
     Code.RDMA_ERROR_COUNTERS: "errors on {device} port {port} of {node}: reseat or replace the QSFP cable and check the peer "
                               "port; the counters in /sys/class/infiniband/{device}/ports/{port}/counters reset at reboot",
-    Code.NM_DHCP_QSFP: "on {node}: {delete} (or sudo nmcli connection modify it ipv4.method disabled); the QSFP "
-                       "addresses come from netplan (dgx-spark-playbooks issue 56: DHCP profiles left on the QSFP ports)",
+    Code.NM_DHCP_QSFP: "scripts/nm-release-qsfp --node {node} (shows, then turns its autoconnect off and takes it down; "
+                       "--delete deletes it), or by hand on {node}: {delete}; the QSFP addresses come from netplan "
+                       "(dgx-spark-playbooks issue 56: DHCP profiles left on the QSFP ports)",
     Code.ROCE_MTU: "set the same MTU on both ends of {netdev} in netplan (mtu: 9000, or 4200: RoCE then runs at 4096) and "
                    "sudo netplan apply on {node} and its peer; if ibv_devinfo still shows the old active_mtu, take the "
                    "link down and up (sudo ip link set {netdev} down; sudo ip link set {netdev} up)",

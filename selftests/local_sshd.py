@@ -23,8 +23,12 @@ def keygen(path: Path) -> str:
 
 
 class LocalSshd:
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, extra_config: str = "", address: str = "127.0.0.1"):
+        """extra_config: sshd_config lines to add (e.g. `SetEnv PATH=...`, to put stand-in tools first for its sessions);
+        address: another loopback address (127.0.0.2 ...) for a second "node" (a cluster file names each address once)."""
         self.dir = workdir
+        self.address = address
+        self.extra_config = extra_config
         self.port = free_port()
         self.user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
         self.identity = self.dir / "id_ed25519"
@@ -37,12 +41,12 @@ class LocalSshd:
         host_pub = keygen(self.host_key)
         (self.dir / "authorized_keys").write_text(user_pub + "\n")
         (self.dir / "authorized_keys").chmod(0o600)
-        self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {' '.join(host_pub.split()[:2])}\n")
+        self.known_hosts.write_text(f"[{self.address}]:{self.port} {' '.join(host_pub.split()[:2])}\n")
         config = self.dir / "sshd_config"
         config.write_text(
-            f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {self.host_key}\nPidFile none\n"
+            f"Port {self.port}\nListenAddress {self.address}\nHostKey {self.host_key}\nPidFile none\n"
             f"AuthorizedKeysFile {self.dir}/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
-            "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
+            "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n" + self.extra_config
         )
         Path("/run/sshd").mkdir(exist_ok=True)
         self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
@@ -51,11 +55,16 @@ class LocalSshd:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"sshd exited: {self.proc.stderr.read().decode(errors='replace')}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                socket.create_connection((self.address, self.port), timeout=0.2).close()
                 return self
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("sshd did not listen within 10 s")
+
+    def authorize(self, public_key: str) -> None:
+        """Let another key in too (sshd reads authorized_keys at each login)."""
+        with open(self.dir / "authorized_keys", "a") as f:
+            f.write(public_key.strip() + "\n")
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:

@@ -9,30 +9,43 @@ from gb10check.remedies import Code
 
 from .conftest import read_capture
 
-# What gather.NM_PROFILES prints on a GB10 whose QSFP ports kept the profiles NetworkManager made for them.
+# What gather.NM_PROFILES prints on a GB10 whose QSFP ports kept the profiles NetworkManager made for them: one active on
+# a QSFP port, one bound to another with autoconnect on (it starts DHCP when the port comes up), one made inert (autoconnect
+# off, not active: what scripts/nm-release-qsfp leaves), DHCP on the management port, link-local from netplan.
 NM = """-- profile 7d1f2c58-4a3e-3b6a-9c59-0d4b1e6f8a21 --
 device:enP7s7
 connection.id:Wired connection 1
 connection.type:802-3-ethernet
 connection.interface-name:
+connection.autoconnect:yes
 ipv4.method:auto
 -- profile 2a8e6c14-91b7-3f0d-8e55-6f2a9c3d7b10 --
 device:enp1s0f0np0
 connection.id:Wired connection 2
 connection.type:802-3-ethernet
 connection.interface-name:enp1s0f0np0
+connection.autoconnect:yes
 ipv4.method:auto
 -- profile c0ffee00-1111-4222-8333-944445555666 --
 device:
 connection.id:netplan-enP2p1s0f0np0
 connection.type:802-3-ethernet
 connection.interface-name:enP2p1s0f0np0
+connection.autoconnect:yes
 ipv4.method:link-local
 -- profile 0b5d7e11-2c3a-4f40-9a1b-7e8f9d0c1b2a --
 device:
 connection.id:cx7 port\\:2
 connection.type:802-3-ethernet
 connection.interface-name:enp1s0f1np1
+connection.autoconnect:yes
+ipv4.method:auto
+-- profile 5e7a0c3d-6b1f-4d2e-8f90-a1b2c3d4e5f6 --
+device:
+connection.id:Wired connection 4
+connection.type:802-3-ethernet
+connection.interface-name:enP2p1s0f1np1
+connection.autoconnect:no
 ipv4.method:auto
 """
 QSFP = {"enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"}
@@ -45,7 +58,8 @@ def codes(findings):
 
 def test_nmcli_profiles_parse():
     got = parse("nmcli_profiles", NM)
-    assert got.networkmanager == "running" and len(got.profiles) == 4
+    assert got.networkmanager == "running" and len(got.profiles) == 5
+    assert [p.autoconnect for p in got.profiles] == ["yes", "yes", "yes", "yes", "no"]
     assert (got.profiles[0].interface, got.profiles[0].device, got.profiles[0].ipv4_method) == (None, "enP7s7", "auto")
     assert got.profiles[3].name == "cx7 port:2" and got.profiles[3].device is None
     assert parse("nmcli_profiles", "-- nmcli: absent --\n").networkmanager == "absent"
@@ -57,12 +71,25 @@ def test_dhcp_profile_on_a_qsfp_port_fails():
     assert codes(found) == [(Code.NM_DHCP_QSFP, "pgx-30:enp1s0f0np0", False), (Code.NM_DHCP_QSFP, "pgx-30:enp1s0f1np1", False)]
     assert found[0].text == (
         "[nm-dhcp-qsfp] pgx-30:enp1s0f0np0: saw NetworkManager profile 'Wired connection 2' "
-        "(2a8e6c14-91b7-3f0d-8e55-6f2a9c3d7b10) with ipv4.method auto (DHCP) on enp1s0f0np0; expected no DHCP on the QSFP "
-        "ports (netplan's static or link-local addresses only)\n  fix: on pgx-30: sudo nmcli connection delete "
-        "2a8e6c14-91b7-3f0d-8e55-6f2a9c3d7b10 (or sudo nmcli connection modify it ipv4.method disabled); the QSFP addresses "
-        "come from netplan (dgx-spark-playbooks issue 56: DHCP profiles left on the QSFP ports)")
-    # DHCP on the management port and link-local on a QSFP port are fine.
-    assert netpath.judge_nm_dhcp("pgx-30", parse("nmcli_profiles", NM), {"enP2p1s0f0np0"}) == []
+        "(2a8e6c14-91b7-3f0d-8e55-6f2a9c3d7b10) with ipv4.method auto (DHCP) on enp1s0f0np0 (active); expected no DHCP on "
+        "the QSFP ports (netplan's static or link-local addresses only)\n  fix: scripts/nm-release-qsfp --node pgx-30 (shows, "
+        "then turns its autoconnect off and takes it down; --delete deletes it), or by hand on pgx-30: sudo nmcli connection "
+        "delete 2a8e6c14-91b7-3f0d-8e55-6f2a9c3d7b10; the QSFP addresses come from netplan (dgx-spark-playbooks issue 56: "
+        "DHCP profiles left on the QSFP ports)")
+    assert "on enp1s0f1np1 (autoconnect on)" in found[1].text
+    # DHCP on the management port, link-local on a QSFP port and an inert DHCP profile (autoconnect off, not active) are fine.
+    assert netpath.judge_nm_dhcp("pgx-30", parse("nmcli_profiles", NM), {"enP2p1s0f0np0", "enP2p1s0f1np1"}) == []
+
+
+def test_a_profile_without_its_autoconnect_printed_counts_as_autoconnect_on():
+    older = parse("nmcli_profiles", NM.replace("connection.autoconnect:no\n", ""))  # gb10check before it asked for it
+    assert [f.where for f in netpath.judge_nm_dhcp("pgx-30", older, {"enP2p1s0f1np1"})] == ["pgx-30:enP2p1s0f1np1"]
+
+
+def test_qsfp_netdevs_are_the_links_and_every_connectx_netdev():
+    mapped = parse("ibdev2netdev", "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\nrocep1s0f1 port 1 ==> enp1s0f1np1 (Down)\n")
+    assert netpath.qsfp_netdevs([LINK], mapped) == {"enp1s0f0np0", "enp1s0f1np1"}
+    assert netpath.qsfp_netdevs([LINK], None) == {"enp1s0f1np1"}  # ibdev2netdev unreadable: the cluster file's links
 
 
 def test_roce_mtu_against_the_netdev_mtu():

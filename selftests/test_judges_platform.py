@@ -124,7 +124,9 @@ def test_driver_packages_not_held_warn_with_the_hold_command():
     assert codes([f]) == [(Code.DRIVER_NOT_HELD, "pgx-32", True)]
     assert f.text.startswith("[driver-not-held] pgx-32: saw libnvidia-compute-580, nvidia-driver-580-open neither held nor in "
                              "unattended-upgrades' Package-Blacklist [unattended-driver-upgrade: ")
-    assert "fix: on pgx-32: sudo apt-mark hold libnvidia-compute-580 nvidia-driver-580-open (or add them" in f.text
+    assert ("fix: scripts/hold-driver --node pgx-32 (shows, then holds them; --blacklist also keeps them out of "
+            "unattended-upgrades through /etc/apt/apt.conf.d/51gb10check-hold-nvidia), or by hand on pgx-32: sudo apt-mark "
+            "hold libnvidia-compute-580 nvidia-driver-580-open; upgrade the driver") in f.text
     assert a.source in f.text and a.check == "test_driver_packages_held"
 
 

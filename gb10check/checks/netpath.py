@@ -17,17 +17,40 @@ def roce_mtu_for(netdev_mtu: int) -> int:
     return next((m for m in IB_MTUS if netdev_mtu - ROCE_HEADERS >= m), 256)
 
 
-def judge_nm_dhcp(node: str, profiles, qsfp_netdevs: set[str]) -> list[Finding]:
-    """A NetworkManager profile with ipv4.method auto (DHCP) bound to or active on a QSFP netdev fails: it fights the
-    static/link-local addresses, adds routes, and waits for a DHCP server that is not there (dgx-spark-playbooks issue 56)."""
+def qsfp_netdevs(links: list[Link], mapped) -> set[str]:
+    """The cluster file's QSFP netdevs of a node and every other ConnectX netdev ibdev2netdev names (the unused ports too);
+    mapped: ibdev2netdev's facts, or None where it could not be read."""
+    return {link.netdev for link in links} | {m.netdev for m in (mapped or []) if getattr(m, "netdev", None)}
+
+
+def dhcp_on_qsfp(profiles, qsfp_netdevs: set[str]) -> list[tuple]:
+    """(profile, the QSFP netdevs it is on) for each NetworkManager profile that runs DHCP on a QSFP port now (ipv4.method
+    auto, active on one) or will when the port comes up (bound to one by connection.interface-name with autoconnect on).
+    A profile with autoconnect off and not active is inert: what scripts/nm-release-qsfp leaves behind."""
     found = []
     for p in profiles.profiles:
-        on = sorted(p.netdevs & qsfp_netdevs)
-        if on and p.ipv4_method == "auto":
-            found.append(Finding(Code.NM_DHCP_QSFP, f"{node}:{on[0]}", f"NetworkManager profile {p.name!r} ({p.uuid}) with "
-                                 f"ipv4.method auto (DHCP) on {', '.join(on)}", "no DHCP on the QSFP ports (netplan's "
-                                 "static or link-local addresses only)", netdev=on[0], delete=f"sudo nmcli connection delete "
-                                 f"{shlex.quote(p.uuid)}"))
+        if p.ipv4_method != "auto":
+            continue
+        live = {p.device} if p.device else set()
+        if p.interface and p.autoconnect != "no":
+            live.add(p.interface)
+        on = sorted(live & qsfp_netdevs)
+        if on:
+            found.append((p, on))
+    return found
+
+
+def judge_nm_dhcp(node: str, profiles, qsfp_netdevs: set[str]) -> list[Finding]:
+    """A NetworkManager profile with ipv4.method auto (DHCP) active on a QSFP netdev, or bound to one with autoconnect on,
+    fails: it fights the static/link-local addresses, adds routes, and waits for a DHCP server that is not there
+    (dgx-spark-playbooks issue 56)."""
+    found = []
+    for p, on in dhcp_on_qsfp(profiles, qsfp_netdevs):
+        how = "active" if p.device in on else "autoconnect on"
+        found.append(Finding(Code.NM_DHCP_QSFP, f"{node}:{on[0]}", f"NetworkManager profile {p.name!r} ({p.uuid}) with "
+                             f"ipv4.method auto (DHCP) on {', '.join(on)} ({how})", "no DHCP on the QSFP ports (netplan's "
+                             "static or link-local addresses only)", netdev=on[0],
+                             delete=f"sudo nmcli connection delete {shlex.quote(p.uuid)}"))
     return found
 
 

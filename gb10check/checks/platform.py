@@ -125,12 +125,17 @@ def unheld_driver_packages(packages: list, holds: list[str], blacklist: list[str
     return sorted(p.package for p in packages if p.installed and not p.held and p.package not in holds and not blacklisted(p.package))
 
 
+def hold_command(packages: list[str]) -> str:
+    """The command that holds the packages (run as root): what the check prints and scripts/hold-driver runs."""
+    return "apt-mark hold " + " ".join(shlex.quote(p) for p in packages)
+
+
 def judge_driver_hold(node: str, unheld: list[str]) -> list[Finding]:
     """NVIDIA driver packages open to unattended upgrades: a warning with the exact command that holds them."""
     if not unheld:
         return []
     a = by_id("unattended-driver-upgrade")
-    command = "sudo apt-mark hold " + " ".join(shlex.quote(p) for p in unheld)
+    command = "sudo " + hold_command(unheld)
     return [Finding(Code.DRIVER_NOT_HELD, node, f"{', '.join(unheld)} neither held nor in unattended-upgrades' Package-Blacklist "
                     f"[{a.id}: {a.symptom}]", "the NVIDIA driver packages held", warning=True, hold_command=command,
                     source=a.source)]

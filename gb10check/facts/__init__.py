@@ -52,8 +52,8 @@ KINDS: dict[str, Kind] = {
     "df": Kind(df.parse, "df [-h|-B1] [--output=target,avail] [PATH...]"),
     "dd": Kind(dd.parse, "dd if=FILE of=/dev/null ... (its summary on stderr: N bytes (...) copied, S s, R GB/s)"),
     "lspci": Kind(lspci.parse, "lspci -vv [-nn] [-D] [-d 15b3:] [-s BDF] (as root: the capability blocks)"),
-    "nmcli_profiles": Kind(nmcli.parse, "nmcli -t -f connection.id,connection.type,connection.interface-name,ipv4.method "
-                                        "connection show UUID, per profile (gather.NM_PROFILES)"),
+    "nmcli_profiles": Kind(nmcli.parse, "nmcli -t -f connection.id,connection.type,connection.interface-name,"
+                                        "connection.autoconnect,ipv4.method connection show UUID, per profile (gather.NM_PROFILES)"),
     "ray_version": Kind(ray.parse_version, "ray --version, then python3 -c 'import ray; print(\"ray.__version__=\" + ray.__version__)'"),
     "ray_status": Kind(ray.parse_status, "ray status [-v]"),
     "ray_nodes": Kind(ray.parse_nodes, "ray.nodes() as JSON (gather.RAY_NODES), or ray list nodes --format json"),

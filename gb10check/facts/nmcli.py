@@ -1,7 +1,7 @@
 """NetworkManager's connection profiles, as gb10check's gather prints them: for each profile of
 `nmcli -t -f UUID,DEVICE connection show`, a `-- profile UUID --` line, `device:DEV` (empty when inactive) and
-`nmcli -t -f connection.id,connection.type,connection.interface-name,ipv4.method connection show UUID`
-(terse `key:value` lines; nmcli escapes a ':' inside a value as '\\:'). A node without nmcli, or whose
+`nmcli -t -f connection.id,connection.type,connection.interface-name,connection.autoconnect,ipv4.method connection show
+UUID` (terse `key:value` lines; nmcli escapes a ':' inside a value as '\\:'). A node without nmcli, or whose
 NetworkManager does not run, prints one `-- nmcli: absent --` / `-- NetworkManager: not running --` line instead.
 """
 
@@ -21,6 +21,7 @@ class NmProfile:
     interface: str | None = None  # connection.interface-name: the netdev it is bound to, if any
     device: str | None = None  # the netdev it is active on now, if any
     ipv4_method: str | None = None  # auto (DHCP) | manual | link-local | disabled | shared
+    autoconnect: str | None = None  # connection.autoconnect: yes | no (None: not printed, as by gb10check before it asked)
 
     @property
     def netdevs(self) -> set[str]:
@@ -43,7 +44,7 @@ def parse(text: str) -> NmProfiles:
     current: NmProfile | None = None
     seen_note = False
     keys = {"device": "device", "connection.id": "name", "connection.type": "type",
-            "connection.interface-name": "interface", "ipv4.method": "ipv4_method"}
+            "connection.interface-name": "interface", "connection.autoconnect": "autoconnect", "ipv4.method": "ipv4_method"}
     for raw in text.splitlines():
         line = raw.strip()
         if not line:

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.network
 def qsfp_netdevs(node) -> set[str]:
     """The cluster file's QSFP netdevs and every other ConnectX netdev ibdev2netdev names (the unused ports too)."""
     mapped, _ = gather.parse_or_error("ibdev2netdev", gather.result(node, gather.IBDEV2NETDEV).stdout)
-    return {link.netdev for link in node.spec.links} | {m.netdev for m in (mapped or []) if getattr(m, "netdev", None)}
+    return netpath.qsfp_netdevs(node.spec.links, mapped)
 
 
 def test_no_dhcp_on_qsfp(node):
