@@ -366,3 +366,27 @@ def test_warning_scenarios(bed, name):
     for test_id, text in WARNINGS[name]:
         assert run.results[test_id].outcome == "passed", (test_id, run.results[test_id])
         assert text in run.stdout, f"{name}: {text!r} not in the run's output"
+
+
+def test_hold_driver_script_clears_the_driver_unheld_warning(bed):
+    """The check's mechanical fix, as a helper: scripts/hold-driver shows the change (--check exits 1), holds the package
+    for real (apt-mark in the node), finds nothing more to do, and the warning is gone."""
+    import subprocess
+    import sys
+
+    path = control.up(2, quiet=True)
+    scenarios.apply("driver-unheld")
+
+    def hold(*args):
+        return subprocess.run([sys.executable, "-m", "gb10check", "hold-driver", f"--cluster={path}", *args],
+                              capture_output=True, text=True, timeout=300)
+
+    check = hold("--check")
+    assert check.returncode == 1 and "sudo apt-mark hold nvidia-driver-580-open" in check.stdout, check.stdout + check.stderr
+    assert "nvidia-driver-580-open" not in control.node_exec(B, "apt-mark showhold").stdout.split(), "--check changed nothing"
+    done = hold()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "nvidia-driver-580-open" in control.node_exec(B, "apt-mark showhold").stdout.split()
+    assert hold("--check").returncode == 0, "a second run finds nothing to change"
+    run = run_suite(path, "-m", "preflight", "-k", "test_driver_packages_held")
+    assert {v.outcome for v in run.results.values()} == {"passed"} and "driver-not-held" not in run.stdout, run.stdout[-2000:]
