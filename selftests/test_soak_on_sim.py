@@ -1,4 +1,4 @@
-"""`pytest -m soak` against the real two-node TP=2 vLLM on the simulated pair (deployed as scripts/deploy does: rank 0
+"""The healthy deployment (rank 0 first, rank 1 headless) and `pytest -m soak` against the real two-node TP=2 vLLM on the simulated pair (deployed as scripts/deploy does: rank 0
 first, rank 1 headless, docker compose in each node): healthy, it passes the sustained load, the long-context request
 and a two-depth sweep; under each fault injected mid-soak it fails with the cause named, within the stall limit plus
 a few seconds. The soak runs as a user runs it (a pytest process against the cluster file); the faults are real:
@@ -33,6 +33,8 @@ class Pair:
         self.path = control.up(2, quiet=True)
         self.original = self.path.read_text()
         self.launcher: ComposeLauncher | None = None
+        self.said: list[str] = []  # what the last deploy said
+        self.record = None
 
     def cluster_file(self, **soak_change) -> Path:
         """The pair's cluster file, with soak settings changed for one test (`deploy_max_model_len` for the deploy's)."""
@@ -52,8 +54,9 @@ class Pair:
             down(self.launcher, [A, B], say=lambda m: None)
             self.launcher.close()
         self.launcher = ComposeLauncher(cluster)
-        rec = deploy(cluster, self.launcher, self.path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=180)
-        assert rec.outcome == "serving"
+        self.said = []
+        self.record = deploy(cluster, self.launcher, self.path.parent / "deployment.json", say=self.said.append, stall_timeout_s=180)
+        assert self.record.outcome == "serving"
         return self.launcher
 
     def close(self):
@@ -90,6 +93,22 @@ def failure(run, test_id: str) -> str:
     outcome = run.results[test_id]
     assert outcome.outcome == "failed", (test_id, outcome, run.stdout[-3000:])
     return outcome.message
+
+
+def test_healthy_pair_deploys_rank0_first_follower_headless(pair):
+    """The deployment the soak runs on, as scripts/deploy makes it (test_deploy_run.py holds its faults)."""
+    launcher = pair.deployed()
+    rec, said, path = pair.record, pair.said, pair.path
+    assert list(rec.milestones[A]).index("distributed_init") < list(rec.milestones[A]).index("startup_complete")
+    assert "headless" in rec.milestones[B] and "startup_complete" not in rec.milestones[B]
+    starts = [m for m in said if m.startswith("starting rank")]
+    assert starts[0].startswith(f"starting rank 0 on {A}: docker compose up -d: vllm serve") and starts[1].startswith(f"starting rank 1 on {B}")
+    assert starts[1].endswith("--headless") and not starts[0].endswith("--headless")
+    assert said[:2] == [f"page cache on {A}: dropped", f"page cache on {B}: dropped"]
+    assert "Launching vLLM" in launcher.log(B) and "headless multiproc executor" in launcher.log(B)
+    assert (path.parent / "deployment.json").exists() and '"outcome": "serving"' in (path.parent / "deployment.json").read_text()
+    for n in (A, B):  # really containers, from the node's own dockerd
+        assert control.node_exec(n, "docker ps --format '{{.Names}} {{.Image}}'").stdout.strip() == "gb10-vllm gb10sim/vllm-cpu:local"
 
 
 def test_healthy_soak_long_context_and_depth_sweep_pass(pair):
@@ -165,3 +184,14 @@ def test_follower_container_killed_is_named_with_its_log(pair):
     assert "last log lines:" in text, text
     assert launcher.exit_code(B) is not None
     assert took < 20 + 15, f"named {took:.0f} s after the kill"
+
+
+def test_down_takes_every_rank_away_and_is_idempotent(pair):
+    """On what the last fault left (rank 0 up, the follower's container killed): scripts/down's order, nothing left."""
+    launcher = pair.launcher
+    assert launcher is not None and launcher.exit_code(A) is None
+    said = []
+    assert down(launcher, [A, B], say=said.append) and said == [f"{B}: down", f"{A}: down"]
+    for n in (A, B):
+        assert control.node_exec(n, "docker ps -aq").stdout.strip() == ""
+    assert down(launcher, [A, B], say=lambda m: None), "down is idempotent"
