@@ -125,6 +125,17 @@ class RayLauncher(ComposeLauncher):
         except ParseError:
             return None
 
+    def joined(self) -> list[RayNode] | None:
+        """`ray_nodes`, after making sure no node's Ray container has ended (`ray: command not found`, a bad flag): that
+        node would never join, so the wait stops at once and names it with its last log lines."""
+        for node in self.cluster.by_rank():
+            code = self.container_exit_code(node.name)
+            if code is not None:
+                tail = "\n".join(self.log(node.name).rstrip().splitlines()[-8:])
+                raise RayNotReady(f"{self.describe(node.name)} exited with code {code} before the Ray cluster formed\n"
+                                  f"last log lines:\n{tail}")
+        return self.ray_nodes()
+
     def serve(self) -> str:
         command = compose.serve_exec_command(self.cluster)
         out = self.nodes[self.cluster.head.name].run(command, timeout=60)
@@ -168,7 +179,7 @@ def deploy(cluster: Cluster, launcher: RayLauncher, timeout_s: float = 300.0, in
         for node in order[1:]:
             say(f"starting a Ray worker on {node.name}: {launcher.start(node.name)}")
         done("ray-workers")
-        wait_for_cluster(cluster, launcher.ray_nodes, timeout_s, interval_s, clock, sleep)
+        wait_for_cluster(cluster, launcher.joined, timeout_s, interval_s, clock, sleep)
         say(f"Ray cluster ready: {len(order)} nodes at their QSFP addresses")
         done("ray-ready")
         say(f"starting vLLM in {compose.RAY_CONTAINER_NAME} on {order[0].name}: {launcher.serve()}")
