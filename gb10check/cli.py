@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", help="apply this fault scenario once up (see `gb10check sim scenarios`)")
     p.add_argument("--init", choices=["plain", "systemd"], default="plain",
                    help="plain (default: our small init, fastest) or systemd as PID 1 of each node (services are units)")
+    p.add_argument("--executor", choices=["mp", "ray"], default="mp",
+                   help="deploy.executor of the sim's cluster file: mp (default, the field report's) or ray (NVIDIA's "
+                        "two-node playbook: a Ray head and workers; needs `gb10check sim provision` with Ray)"),
     simsub.add_parser("down", help="remove every namespace, link, mount and process of the simulation")
     simsub.add_parser("status", help="nodes, their init and sshd")
     p = simsub.add_parser("apply", help="apply a fault scenario to the running simulation")
@@ -239,11 +242,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
 def cmd_deploy(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .deploy.run import ComposeLauncher, DeployFailed, deploy
+    from .deploy.run import DeployFailed, deploy, launcher_for
     from .stage import deployment_record_path
 
     cluster = cluster_from(args.cluster)
-    launcher = ComposeLauncher(cluster)
+    launcher = launcher_for(cluster)
     try:
         deploy(cluster, launcher, deployment_record_path(Path(cluster_file(args.cluster))), stall_timeout_s=args.stall_timeout)
         return 0
@@ -255,10 +258,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from .deploy.run import ComposeLauncher, down
+    from .deploy.run import down, launcher_for
 
     cluster = cluster_from(args.cluster)
-    launcher = ComposeLauncher(cluster)
+    launcher = launcher_for(cluster)
     try:
         return 0 if down(launcher, [n.name for n in cluster.by_rank()]) else 1
     finally:
@@ -292,7 +295,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     try:
         if args.sim_command == "up":
-            print(control.up(args.nodes, args.scenario, init=args.init))
+            print(control.up(args.nodes, args.scenario, init=args.init, executor=args.executor))
         elif args.sim_command == "down":
             control.down()
         elif args.sim_command == "status":

@@ -178,6 +178,9 @@ class RaySettings(Strict):
     dashboard_agent_listen_port: int = Field(52365, ge=1, le=65535)  # Ray's default
     min_worker_port: int = Field(10002, ge=1, le=65535)  # Ray's default lower bound
     max_worker_port: int = Field(10101, ge=1, le=65535)  # Ray's default is 19999: a hundred ports are plenty for TP
+    # The GPUs each node declares to Ray (`ray start --num-gpus=N`); None: Ray counts them itself through NVML (a GB10: 1).
+    # The simulated nodes declare their stand-in GB10 with 1 (there is no NVML on the machine the simulation runs on).
+    num_gpus: int | None = Field(None, ge=0, le=8)
     dashboard: bool = False  # true: the dashboard on the head, bound to 127.0.0.1:dashboard_port (ssh -L to see it)
     dashboard_port: int = Field(8265, ge=1, le=65535)
 

@@ -43,6 +43,7 @@ CONTAINER_NAME = "gb10-vllm"
 CACHE_MOUNTS = (("vllm", "/root/.cache/vllm"), ("flashinfer", "/root/.cache/flashinfer"), ("triton", "/root/.triton"))
 RAY_CONTAINER_NAME = "gb10-ray"  # with deploy.executor: ray, the Ray head (rank 0) or worker of each node
 SERVE_FIELD = "x-gb10check-serve"  # the Ray service's `vllm serve` script, run in rank 0's container with docker exec
+SERVE_PID, SERVE_RC = "/tmp/gb10check-serve.pid", "/tmp/gb10check-serve.rc"  # in rank 0's Ray container
 
 
 def env_file(cluster: Cluster, node: Node) -> str:
@@ -88,7 +89,8 @@ def ray_start_args(cluster: Cluster, head: bool, node_ip: str) -> list[str]:
             else [f"--address={cluster.master_addr}:{r.port}", f"--node-ip-address={node_ip}"])
     if head:
         role += ["--dashboard-host=127.0.0.1", f"--dashboard-port={r.dashboard_port}"] if r.dashboard else ["--include-dashboard=false"]
-    return ["start", "--block", *role, *ray_port_args(cluster), "--disable-usage-stats"]
+    gpus = [f"--num-gpus={r.num_gpus}"] if r.num_gpus is not None else []
+    return ["start", "--block", *role, *ray_port_args(cluster), *gpus, "--disable-usage-stats"]
 
 
 def ray_port_args(cluster: Cluster) -> list[str]:
@@ -223,7 +225,10 @@ def serve_exec_command(cluster: Cluster) -> str:
     config = yaml.safe_load(render_ray(cluster))
     # Compose's $$ is a literal $; ${MODEL_ID} is left to the container's shell (its environment has it).
     script = config["services"]["ray"][SERVE_FIELD].replace("$$", "$")
-    inner = f"{script.rstrip()} >/proc/1/fd/1 2>/proc/1/fd/2"
+    # Its pid (what `scripts/down` stops first) and its exit status (what the deploy's watcher reads: the container
+    # outlives vLLM, Ray keeps it up) are left in the container's /tmp.
+    inner = (f"/bin/bash -c {shlex.quote(script.rstrip())} >/proc/1/fd/1 2>/proc/1/fd/2 & echo $! > {SERVE_PID}; wait $!; "
+             f"echo $? > {SERVE_RC}")
     return f"docker exec -d {RAY_CONTAINER_NAME} /bin/bash -c {shlex.quote(inner)}"
 
 

@@ -99,3 +99,51 @@ def test_deploy_stops_every_node_when_a_worker_registers_elsewhere():
         ray_deploy.deploy(CLUSTER, ray_launcher, 60, 2, clock, clock.sleep)
     assert not any("docker exec -d" in c for c in ray_launcher.nodes[A].commands)  # vLLM never started
     assert [n for n, c in world if c[:3] == ["docker", "compose", "down"]] == [B, A]  # followers first
+
+
+class WatchedNode(FakeNode):
+    """As FakeNode, and what the deploy's watch reads: memory, the container's state, vLLM's exit status in rank 0's
+    container (written when vLLM ends there; the container stays up, Ray keeps it), its log."""
+
+    MEMINFO = "MemTotal:       24000000 kB\nMemFree:        20000000 kB\nMemAvailable:   20000000 kB\nCached: 100 kB\n"
+    VLLM_LOG = ("(APIServer pid=91) INFO 12-01 01:10:00 [api_server.py:1] vLLM API server version 0.32.0\n"
+                "(EngineCore pid=120) ERROR 12-01 01:10:20 [core.py:1] ValueError: current platform cpu does not support ray.\n")
+
+    def output(self, command, timeout=None, sudo=False):
+        return self.run(command, timeout, sudo).stdout
+
+    def run(self, command, timeout=None, sudo=False):
+        if command == "cat /proc/meminfo":
+            return Out(stdout=self.MEMINFO)
+        if command == f"docker inspect {compose.RAY_CONTAINER_NAME}":
+            stopped = any(c.startswith("docker stop") or c.startswith("docker kill") for c in self.commands)
+            return Out(stdout=json.dumps([{"Name": "/gb10-ray", "State": {"Status": "exited" if stopped else "running",
+                                                                          "Running": not stopped, "ExitCode": 0}}]))
+        if command.endswith(f"cat {compose.SERVE_RC}"):
+            served = any(c.startswith("docker exec -d") for c in self.commands)
+            return Out(stdout="1\n") if served else Out(1, stderr="cat: /tmp/gb10check-serve.rc: No such file or directory")
+        if command.startswith("docker logs"):
+            return Out(stdout=self.VLLM_LOG if self.name == A else "")
+        return super().run(command, timeout, sudo)
+
+
+def test_run_deploy_takes_the_ray_steps_then_watches_vllm_in_the_head_container(tmp_path):
+    from gb10check.deploy import run
+
+    world = World()
+    launcher = ray_deploy.RayLauncher(CLUSTER, {n.name: WatchedNode(n.name, world) for n in CLUSTER.nodes})
+    said = []
+    with pytest.raises(run.DeployFailed) as err:
+        run.deploy(CLUSTER, launcher, tmp_path / "deployment.json", say=said.append, stall_timeout_s=30)
+    record = json.loads((tmp_path / "deployment.json").read_text())
+    assert list(record["stages"]) == ["caches dropped", "ray-head", "ray-workers", "ray-ready", "vllm-serve", "failed"]
+    assert said[2].startswith(f"starting the Ray head on {A}: docker compose up -d: ray start --block --head")
+    assert said[3].startswith(f"starting a Ray worker on {B}: docker compose up -d: ray start --block --address=169.254.94.252:6379")
+    text = str(err.value)
+    assert f"{A} (rank 0, vLLM in gb10-ray) exited with code 1 during startup" in text
+    assert "current platform cpu does not support ray" in text
+    assert f"stopped every rank ({A}: stopped; {B}: stopped)" in text  # both containers: Ray with vLLM's
+    assert [c for c in launcher.nodes[B].commands if c.startswith("docker stop")] == ["docker stop -t 10 gb10-ray"]
+    said.clear()
+    assert run.down(launcher, [A, B], say=said.append) and said == [f"{A}: vLLM stopped", f"{B}: down", f"{A}: down"]
+    assert launcher.nodes[A].commands[-2].startswith(f"docker exec gb10-ray /bin/sh -c 'p=$(cat {compose.SERVE_PID}")

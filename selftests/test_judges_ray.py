@@ -2,6 +2,7 @@
 its input (the outputs of test_parsers_ray.py, the simulated node's real ufw capture, our rendered stack dry-run here with
 the stubs the lint uses on a node) with its message, and the healthy counterpart silent."""
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -101,8 +102,12 @@ def test_rendered_ray_commands():
     assert serve[:2] == ["serve", "Qwen/Qwen3.8-Flash-Next-FP8"]
     assert compose.flag(serve, "--distributed-executor-backend") == "ray" and "--nnodes" not in serve
     assert svc["environment"]["RAY_memory_monitor_refresh_ms"] == "0"
-    assert compose.serve_exec_command(CLUSTER).startswith("docker exec -d gb10-ray /bin/bash -c 'set -euo pipefail")
-    assert compose.serve_exec_command(CLUSTER).endswith('exec vllm serve "${MODEL_ID}" "${args[@]}" >/proc/1/fd/1 2>/proc/1/fd/2\'')
+    exec_argv = shlex.split(compose.serve_exec_command(CLUSTER))
+    assert exec_argv[:5] == ["docker", "exec", "-d", "gb10-ray", "/bin/bash"] and exec_argv[5] == "-c"
+    inner = exec_argv[6]  # the serve script in the background, its output to the container's log, its pid and status kept
+    assert inner.startswith("/bin/bash -c 'set -euo pipefail")
+    assert inner.endswith(f">/proc/1/fd/1 2>/proc/1/fd/2 & echo $! > {compose.SERVE_PID}; wait $!; echo $? > {compose.SERVE_RC}")
+    assert 'exec vllm serve "${MODEL_ID}" "${args[@]}"' in shlex.split(inner)[2]
 
 
 @pytest.mark.parametrize("old, new", [("      RAY_memory_monitor_refresh_ms: '0'\n", ""),

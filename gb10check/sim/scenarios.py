@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from . import control, image, model_files
+from . import provision
 from .provision import MODEL_REPO
 
 
@@ -37,6 +38,9 @@ class Scenario:
     # What it proves: "test_function:code" for every check that must fail (or warn) under it, and nothing else
     # (selftests/test_checks_on_sim.py and test_serving_on_sim.py hold the exact test ids and messages and check both).
     proves: tuple[str, ...] = ()
+    # The sim's executor it needs: "ray" scenarios change the Ray playbook's stack (`gb10check sim up --executor ray`)
+    # and are proven by selftests/test_ray_on_sim.py.
+    executor: str = "mp"
 
 
 def _links(**per_link) -> dict:
@@ -44,6 +48,7 @@ def _links(**per_link) -> dict:
 
 
 HF = "/home/lenovo/vllm/huggingface"
+RAY_VENV = str(provision.venv())  # the image bind-mounts it (sim/image.py): a node's own overlay can lose Ray
 IMAGE = image.NAME
 MODEL_DIR = f"{HF}/hub/models--" + MODEL_REPO.replace("/", "--")
 
@@ -221,6 +226,28 @@ SCENARIOS = {s.name: s for s in [
     Scenario("api-key-required", "the head's vLLM requires an API key; the runner has none in GB10CHECK_API_KEY",
              (Step(0, serve={"api_key": True}),),
              proves=("test_api_key:api-key",)),
+    # The Ray path (deploy.executor: ray; `gb10check sim up --executor ray`): NVIDIA's two-node playbook's own failures.
+    Scenario("ray-worker-mgmt-address", "rank 1: its Ray worker started with its management (LAN) address 198.18.0.11 as "
+             "--node-ip-address (VLLM_HOST_IP in its .env), its LAN allowed by ufw as on a home network: it joins, at the "
+             "wrong address (spark-vllm-docker issue 227)",
+             (Step(1, shell="sed -i 's/^VLLM_HOST_IP=.*/VLLM_HOST_IP=198.18.0.11/' /home/lenovo/vllm/.env && "
+                            "ufw allow from 198.18.0.0/24 >/dev/null"),),
+             # test_ray_node_address [ray-node-address] would fail too once Ray runs; the sim cannot read Ray's node list
+             # (its `docker exec` misses the container's raylet socket): selftests/test_ray_on_sim.py SIM_EXEC.
+             proves=("test_compose_lint:compose-arg", "test_env_file:env-file"), executor="ray"),
+    Scenario("ray-missing", "rank 1: the image's venv has no Ray (vLLM 0.18+ images dropped it: `ray: command not found`, "
+             "dgx-spark-playbooks issues 75 and 109)",
+             (Step(1, shell=f"rm -rf {RAY_VENV}/bin/ray {RAY_VENV}/lib/python3*/site-packages/ray"),),
+             proves=("test_ray_in_image:ray-missing",), executor="ray"),
+    Scenario("ray-memory-monitor", "every node: the compose file leaves Ray's memory monitor on (no "
+             "RAY_memory_monitor_refresh_ms=0: it kills workers while the model loads)",
+             (Step(-1, shell="sed -i '/RAY_memory_monitor_refresh_ms/d' /home/lenovo/vllm/compose.yml"),),
+             proves=("test_compose_lint:ray-memory-monitor",), executor="ray"),
+    Scenario("ray-port-closed", "rank 1: ufw denies Ray's node manager port 6700 from the QSFP subnets (a rule above the "
+             "subnet allows)",
+             (Step(1, shell="ufw insert 1 deny proto tcp from 169.254.0.0/16 to any port 6700 >/dev/null && "
+                            "ufw insert 1 deny proto tcp from 192.168.101.0/24 to any port 6700 >/dev/null"),),
+             proves=("test_port_open:port-blocked", "test_ray_ports_allowed:ray-port-not-allowed"), executor="ray"),
     Scenario("same-subnet", "rank 0 and 1: the second logical link moved into the first link's subnet",
              (Step(0, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.94.253/16 dev enP2p1s0f0np0"),
               Step(1, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.159.207/16 dev enP2p1s0f0np0")),
@@ -234,6 +261,10 @@ def apply(name: str) -> None:
     names = control.nodes()
     if not names:
         raise ScenarioError("no simulated cluster is up: run `gb10check sim up` first")
+    running = json.loads((control.state_dir() / "sim.json").read_text()).get("executor", "mp")
+    if SCENARIOS[name].executor != running:
+        raise ScenarioError(f"scenario {name} changes the {SCENARIOS[name].executor} stack; the sim runs {running}: "
+                            f"`gb10check sim up --executor {SCENARIOS[name].executor}` first")
     for step in SCENARIOS[name].steps:
         if step.cluster:
             path = control.state_dir() / "cluster.yaml"

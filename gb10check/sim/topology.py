@@ -51,8 +51,14 @@ def pair_or_switch(n: int) -> list[SimNode]:
     return nodes
 
 
-def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22) -> str:
-    """The cluster file for the simulation: the seed's deployment, sized for this machine."""
+EXECUTORS = ("mp", "ray")
+
+
+def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, executor: str = "mp") -> str:
+    """The cluster file for the simulation: the seed's deployment, sized for this machine. executor "ray": NVIDIA's
+    two-node playbook (a Ray head and workers; README "Choosing the executor") instead of the field report's mp."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}: one of {', '.join(EXECUTORS)}")
     import yaml
 
     doc = {
@@ -85,7 +91,9 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22) -> st
                    "extra_environment": {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
                                          "VLLM_CPU_OMP_THREADS_BIND": "${NODE_RANK}"},
                    # Neither exists on the machine the simulation runs on: no RDMA device, no CAP_SYS_RESOURCE.
-                   "map_infiniband": False, "memlock_unlimited": False},
+                   "map_infiniband": False, "memlock_unlimited": False,
+                   # Ray counts GPUs through NVML, which this machine lacks: each node declares its stand-in GB10.
+                   **({"executor": "ray", "ray": {"num_gpus": 1}} if executor == "ray" else {})},
         # One stream of SmolLM2-135M: about 18 tok/s on the head alone (TP=1), about 7 tok/s with TP=2 across
         # the pair (the all-reduce over the link dominates, as on GB10); 5 catches a throttled server.
         # 128 tokens a throughput run: the small model never stops counting, and 400 at ~15 tok/s on 2 cores is 27 s a run.
