@@ -353,7 +353,8 @@ WARNINGS = {  # scenario -> (check that must pass, the warning it prints)
     "driver-unheld": [(f"{PF}/test_platform.py::test_driver_packages_held[{B}]",
                        f"Degraded: [driver-not-held] {B}: saw nvidia-driver-580-open neither held nor in unattended-upgrades' "
                        "Package-Blacklist"), (f"{PF}/test_platform.py::test_driver_packages_held[{B}]",
-                                              f"fix: on {B}: sudo apt-mark hold nvidia-driver-580-open")],
+                                              f"fix: scripts/hold-driver --node {B}"),
+                      (f"{PF}/test_platform.py::test_driver_packages_held[{B}]", "sudo apt-mark hold nvidia-driver-580-open")],
 }
 
 
@@ -383,7 +384,8 @@ def test_hold_driver_script_clears_the_driver_unheld_warning(bed):
                               capture_output=True, text=True, timeout=300)
 
     check = hold("--check")
-    assert check.returncode == 1 and "sudo apt-mark hold nvidia-driver-580-open" in check.stdout, check.stdout + check.stderr
+    said = check.stdout + check.stderr  # rich's console: stderr
+    assert check.returncode == 1 and "sudo apt-mark hold nvidia-driver-580-open" in said, said
     assert "nvidia-driver-580-open" not in control.node_exec(B, "apt-mark showhold").stdout.split(), "--check changed nothing"
     done = hold()
     assert done.returncode == 0, done.stdout + done.stderr

@@ -15,7 +15,7 @@ from .simbed import require_provisioned_sim, run_suite, step
 pytestmark = pytest.mark.sim
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 CHECKS = ("(test_image_same_as_head or test_image or test_model_same_as_head or test_model_artifacts "
-          "or test_gpu_in_container) and not test_image_nccl")  # -k matches substrings: not the NCCL identity check
+          "or test_gpu_in_container) and not test_image_nccl and not test_image_kernels")  # -k matches substrings: not the canaries
 
 
 def sync(cluster: Path, *args: str) -> subprocess.CompletedProcess:

@@ -140,8 +140,9 @@ def test_prompt_larger_than_the_server_accepts_is_named(pair):
 
 def test_memory_hog_on_the_follower_stops_every_rank_and_names_it(pair):
     launcher = pair.deployed()
-    # The floor 4.5 GiB under what the follower has now; the hog adds 6 GiB (as test_memory_watchdog_stops_every_rank).
-    path = pair.cluster_file(min_mem_available=round(launcher.mem_available_gib(B) - 4.5, 2))
+    # The floor 3 GiB under what the follower has now (the loaded ranks move it by well under a GiB under load); the hog
+    # adds 6 GiB. (4.5 GiB, as in test_memory_watchdog_stops_every_rank, was not crossed once in a fresh-clone run.)
+    path = pair.cluster_file(min_mem_available=round(launcher.mem_available_gib(B) - 3.0, 2))
 
     def hog():
         control.node_exec(B, "timeout 120 python3 -c 'b = b\"x\" * (6 * 2**30); import time; time.sleep(120)' >/dev/null 2>&1 &", check=False)
