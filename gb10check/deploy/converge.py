@@ -1,8 +1,12 @@
 """The helpers that change a node say what they will change before changing it: one way to show it."""
 
+import base64
 import difflib
+import shlex
 
 from rich.console import Console
+
+from ..remote import RemoteNode
 
 
 def show_change(console: Console, where: str, have: str | None, want: str, check_only: bool, secret: bool = False) -> bool:
@@ -19,3 +23,18 @@ def show_change(console: Console, where: str, have: str | None, want: str, check
                                     f"{where} (now)", f"{where} (wanted)")
         console.print("".join(diff), markup=False, highlight=False)
     return True
+
+
+def install_file(remote: RemoteNode, path: str, text: str, mode: str = "644") -> None:
+    """Write `text` to `path` on the node as root with `mode` (through a temporary file the SSH user writes)."""
+    blob = base64.b64encode(text.encode()).decode()
+    tmp = shlex.quote(f"/tmp/gb10check-{remote.name}-{path.rsplit('/', 1)[-1]}")
+    remote.output(f"printf %s {blob} | base64 -d > {tmp}")
+    remote.output(f"install -m {mode} -o root -g root {tmp} {shlex.quote(path)} && rm -f {tmp}", sudo=True)
+
+
+def exit_code(errors: int, check_only: bool, changed: bool) -> int:
+    """A helper script's exit status: 2 an error (named above), 1 --check found something to change, 0 nothing left."""
+    if errors:
+        return 2
+    return 1 if check_only and changed else 0

@@ -9,7 +9,6 @@ entries) rather than by editing 50unattended-upgrades, which the package owns. T
 is installed root-owned with mode 644. Idempotent: a node whose packages are held (and drop-in right) is left alone.
 """
 
-import base64
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from rich.console import Console
 from .. import gather
 from ..checks import platform
 from ..remote import RemoteError, RemoteNode
-from .converge import show_change
+from .converge import exit_code, install_file, show_change
 
 DROP_IN = "/etc/apt/apt.conf.d/51gb10check-hold-nvidia"
 APT_MARK_TIMEOUT_S = 120  # apt-mark waits on dpkg's lock while unattended-upgrades runs; it may take a while, never forever
@@ -81,13 +80,6 @@ def read(remote: RemoteNode) -> DriverState:
         raise RemoteError(f"{remote.name}: {exc}").at(remote, gather.DRIVER_PACKAGES) from None
 
 
-def install_file(remote: RemoteNode, path: str, text: str, mode: str = "644") -> None:
-    blob = base64.b64encode(text.encode()).decode()
-    tmp = f"/tmp/gb10check-{remote.name}-{path.rsplit('/', 1)[-1]}"
-    remote.output(f"printf %s {blob} | base64 -d > {shlex.quote(tmp)}")
-    remote.output(f"install -m {mode} -o root -g root {shlex.quote(tmp)} {shlex.quote(path)} && rm -f {shlex.quote(tmp)}", sudo=True)
-
-
 def step(nodes: list[RemoteNode], check_only: bool = False, blacklist: bool = False, console: Console | None = None,
          drop_in: str = DROP_IN) -> int:
     """0: every node's driver packages are (now) held, and with `blacklist` in the drop-in; 1: --check found a change;
@@ -138,6 +130,4 @@ def step(nodes: list[RemoteNode], check_only: bool = False, blacklist: bool = Fa
         except RemoteError as exc:
             errors += 1
             console.print(f"[red]error[/] {exc}")
-    if errors:
-        return 2
-    return 1 if check_only and changed else 0
+    return exit_code(errors, check_only, changed)

@@ -8,7 +8,6 @@ then every link must hold its address within 20 s. On failure the rollback comma
 Idempotent: a node whose file, mode and addresses are right is left alone.
 """
 
-import base64
 import shlex
 
 from rich.console import Console
@@ -18,7 +17,7 @@ from ..facts import ip
 from ..facts._text import ParseError
 from ..poll import wait_until
 from ..remote import RemoteError, RemoteNode
-from .converge import show_change
+from .converge import exit_code, install_file, show_change
 
 BACKUP = ".gb10check-bak"
 
@@ -74,12 +73,9 @@ def step(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, co
                 console.print(f"[yellow]{verb}[/] {remote.name}: netplan apply (not up now: {', '.join(missing)})")
             if check_only:
                 continue
-            blob = base64.b64encode(want.encode()).decode()
-            tmp = f"/tmp/gb10check-netplan-{remote.name}.yaml"
-            remote.output(f"printf %s {blob} | base64 -d > {tmp}")
             if have is not None:
                 remote.output(f"cp -p {q} {q}{BACKUP}", sudo=True)
-            remote.output(f"install -m 600 -o root -g root {tmp} {q} && rm -f {tmp}", sudo=True)
+            install_file(remote, path, want, mode="600")
             applied = remote.run("netplan apply", sudo=True, timeout=120)
             wait_until(lambda: not missing_addresses(remote), settle_s, interval_s=0.5)
             missing = missing_addresses(remote)
@@ -93,6 +89,4 @@ def step(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, co
         except RemoteError as exc:
             errors += 1
             console.print(f"[red]error[/] {exc}")
-    if errors:
-        return 2
-    return 1 if check_only and changed else 0
+    return exit_code(errors, check_only, changed)

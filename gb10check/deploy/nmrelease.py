@@ -23,6 +23,7 @@ from .. import gather
 from ..checks import netpath
 from ..facts.nmcli import NmProfile, NmProfiles
 from ..remote import RemoteError, RemoteNode
+from .converge import exit_code
 from .netplan import missing_addresses
 
 NMCLI_TIMEOUT_S = 60  # `nmcli connection down` waits for the deactivation (its own default: 10 s)
@@ -135,6 +136,4 @@ def step(nodes: list[RemoteNode], check_only: bool = False, delete: bool = False
         except RemoteError as exc:
             errors += 1
             console.print(f"[red]error[/] {exc}")
-    if errors:
-        return 2
-    return 1 if check_only and changed else 0
+    return exit_code(errors, check_only, changed)
