@@ -174,7 +174,7 @@ def ensure(options: dict | None = None, timeout_s: float = 300, say=lambda msg: 
     same = (not options.get("stopped") and rec.get("argv") == argv_for(cluster, options)[1:]
             and bool(rec.get("options", {}).get("api_key")) == bool(options.get("api_key")))
     pgid = rec.get("pgid")
-    if not same or not pgid or not _alive(pgid) or "ready_s" not in rec or not _answers(rec):
+    if not same or not pgid or not _alive(pgid) or "ready_s" not in rec or not _answers(cluster):
         return start(options, timeout_s=timeout_s, say=say)
     if options.get("cpu_quota"):
         throttle(pgid, options["cpu_quota"])
@@ -186,8 +186,7 @@ def ensure(options: dict | None = None, timeout_s: float = 300, say=lambda msg: 
     return rec
 
 
-def _answers(rec: dict) -> bool:
-    cluster = load_cluster(control.state_dir() / "cluster.yaml")
+def _answers(cluster) -> bool:
     try:
         with urllib.request.urlopen(f"http://{cluster.head.address}:{cluster.deploy.api_port}/health", timeout=5) as resp:
             return resp.status == 200
