@@ -153,7 +153,10 @@ def test_memory_hog_on_the_follower_stops_every_rank_and_names_it(pair):
     assert re.search(rf"\[soak-memory-floor\] {B}: saw MemAvailable \d+\.\d GiB at \d+ s into the run; the watchdog stopped "
                      rf"every rank", text), text
     assert launcher.exit_code(A) is not None and launcher.exit_code(B) is not None, "every rank stopped"
-    assert took < 20 + 15, f"named {took:.0f} s after the hog started"
+    # The issue's bound for every fault: the stall limit plus a few seconds (filling 6 GiB and stopping both ranks take
+    # part of it on two shared cores; 37.8 s was seen in a fresh-clone run).
+    stall_limit = load_cluster(pair.path).soak.stall_limit_s
+    assert took < stall_limit + 15, f"named {took:.0f} s after the hog started (stall limit {stall_limit:g} s)"
 
 
 def test_frozen_rank_is_a_stall_named_within_the_limit(pair):
@@ -184,7 +187,8 @@ def test_follower_container_killed_is_named_with_its_log(pair):
     assert re.search(rf"\[soak-rank-exited\] {B}: saw rank 1's container exited with code \d+ at \d+ s into the run", text), text
     assert "last log lines:" in text, text
     assert launcher.exit_code(B) is not None
-    assert took < 20 + 15, f"named {took:.0f} s after the kill"
+    stall_limit = load_cluster(pair.path).soak.stall_limit_s
+    assert took < stall_limit + 15, f"named {took:.0f} s after the kill (stall limit {stall_limit:g} s)"
 
 
 def test_down_takes_every_rank_away_and_is_idempotent(pair):
