@@ -28,6 +28,7 @@ from typing import Any
 
 from . import canary, compose, facts
 from .checks import container, model
+from .checks.gpu import compute_rate
 from .cluster import Cluster, Node
 from .remedies import Code
 from .remote import RemoteError, RemoteNode
@@ -592,7 +593,7 @@ def fastest_compute(node: RemoteNode) -> tuple[str, float] | None:
     for name, out in node.fleet.serially(command, compute_timeout(cluster)).items():
         if isinstance(out, Output):
             with contextlib.suppress(BaseException):
-                figures.append((name, float(_compute_of(node.fleet.node(name), out, shown).result["tflops"])))
+                figures.append((name, compute_rate(_compute_of(node.fleet.node(name), out, shown).result)))
     return max(figures, key=lambda f: f[1]) if figures else None
 
 

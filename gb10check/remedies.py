@@ -84,6 +84,7 @@ class Code(str, Enum):
     IMAGE_NCCL_DIFFERS = "image-nccl-differs"
     IMAGE_NCCL_PIN = "image-nccl-pin"
     IMAGE_NCCL_ENV_STALE = "image-nccl-env-stale"
+    IMAGE_NCCL_SPLIT = "image-nccl-split"
     VERSION_DIFFERS = "version-differs"
     KNOWN_BAD_VERSION = "known-bad-version"
     REBOOT_REQUIRED = "reboot-required"
@@ -249,6 +250,9 @@ REMEDIES: dict[Code, str] = {
                          "new build; the library torch loads decides, not the image's NCCL_VERSION variable",
     Code.IMAGE_NCCL_ENV_STALE: "trust the library, not the variable: the image's NCCL_VERSION is stale (rebuild the image with the "
                                "variable set to the NCCL it ships, or drop it)",
+    Code.IMAGE_NCCL_SPLIT: "load one NCCL in the container: drop the LD_PRELOAD or VLLM_NCCL_SO_PATH that brings in the "
+                           "second library, or replace torch's own (its wheel's nvidia/nccl/lib/libnccl.so.2) with the build "
+                           "you mean, the same on every node; vLLM's tensor-parallel all-reduce uses pynccl's library",
     Code.NCCL_SOCKET: "NCCL fell back to sockets: check NCCL_IB_HCA ({hca}) names ACTIVE devices on every node and "
                       "NCCL_IB_GID_INDEX holds RoCE v2 (see test_roce_gid and test_rdma_port_active)",
     Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "

@@ -68,7 +68,7 @@ def test_cpu_torch_multiplies_and_has_no_nccl(tmp_path):
                      r"\(a CPU build\) in /var/cache/gb10check/vllm-venv/bin/python3: no NCCL library to identify", out), out
     assert re.search(r"SKIPPED \[1\] tests/preflight/test_gpu.py:\d+: thinkstationpgx-30: torch 2.13.0\+cpu has no CUDA "
                      r"\(a CPU build\) in /var/cache/gb10check/vllm-venv/bin/python3: no GPU kernel to build or run", out), out
-    assert re.search(r"matmul +thinkstationpgx-30 +\d+\.\d\d TFLOP/s \(float32 on cpu\)", out), out
+    assert re.search(r"matmul \(median batch\) +thinkstationpgx-30 +\d+\.\d\d TFLOP/s \(float32 on cpu\)", out), out
 
 
 def test_under_xdist_the_compute_runs_once_for_all_workers(tmp_path, monkeypatch):

@@ -116,6 +116,7 @@ VISIBLE = {
     "compose-no-offline": (1, "grep -c HF_HUB_OFFLINE /home/lenovo/vllm/compose.yml", "0"),
     "compose-cache-not-mounted": (1, "grep -c /root/.triton /home/lenovo/vllm/compose.yml", "0"),
     "gpu-stuck-low-power": (1, "nvidia-smi -i 0 --query-gpu=clocks.sm,power.draw --format=csv,noheader", "801 MHz, 19.60 W"),
+    "cpu-throttled": (1, "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us", "50000"),
     "rdma-port-errors": (1, "cat /sys/class/infiniband/rocep1s0f0/ports/1/counters/symbol_error", "12"),
     "reboot-pending": (1, "cat /var/run/reboot-required", "System restart required"),
     "driver-unheld": (1, "dpkg-query -W -f='${Package} ${Status}\\n' 'nvidia-driver-*'", "nvidia-driver-580-open install ok installed"),

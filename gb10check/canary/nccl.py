@@ -3,8 +3,10 @@
 Fed to the image's python3 on stdin (`python3 -`); stdlib and torch only. Asks torch for its NCCL (which loads the
 library), then reads the libnccl file mapped into this process (/proc/self/maps), its version from the library itself
 (ctypes ncclGetVersion: major*10000 + minor*100 + patch since 2.9) and its GNU build id (the ELF note, read here: no
-readelf needed). Prints one JSON line: path, version, version_code, build_id, torch, torch_nccl (torch's own idea),
-env_nccl_version (the image's NCCL_VERSION variable, which can be stale). A torch with no NCCL (a CPU build) prints
+readelf needed). Prints one JSON line: path, version, version_code, build_id (torch's library), torch, torch_nccl (torch's own idea),
+libraries (every libnccl mapped: an LD_PRELOAD one sits beside torch's), pynccl (the library vLLM's own communicator
+loads: VLLM_NCCL_SO_PATH or `libnccl.so.2`, which an LD_PRELOAD wins), env_nccl_version (the image's NCCL_VERSION
+variable, which can be stale). A torch with no NCCL (a CPU build) prints
 {"nccl": null, "reason": ...}; NCCL linked into torch statically prints "static": true and no path.
 """
 
@@ -42,6 +44,52 @@ def mapped(word: str) -> list[str]:
         return sorted({line.split()[-1] for line in maps if word in line and "/" in line})
 
 
+def version_text(v: int) -> str:
+    return f"{v // 10000}.{v % 10000 // 100}.{v % 100}" if v >= 20900 else f"{v // 1000}.{v % 1000 // 100}.{v % 100}"
+
+
+def library(lib: ctypes.CDLL, path: str) -> dict:
+    """One libnccl: its file (real path), version from ncclGetVersion, and GNU build id."""
+    code = ctypes.c_int()
+    rc = lib.ncclGetVersion(ctypes.byref(code))
+    return {"path": os.path.realpath(path), "version": version_text(code.value) if rc == 0 else None,
+            "version_code": code.value, "ncclGetVersion_rc": rc, "build_id": gnu_build_id(path)}
+
+
+class DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p), ("dli_sname", ctypes.c_char_p),
+                ("dli_saddr", ctypes.c_void_p)]
+
+
+def file_of(function) -> str | None:
+    """The file a loaded function lives in (dladdr): which library a name such as `libnccl.so.2` resolved to."""
+    info = DlInfo()
+    found = ctypes.CDLL(None).dladdr(ctypes.cast(function, ctypes.c_void_p), ctypes.byref(info))
+    return info.dli_fname.decode() if found and info.dli_fname else None
+
+
+def global_nccl() -> str | None:
+    """The file whose ncclGetVersion the process's global scope finds first: where torch's NCCL calls go (an LD_PRELOAD
+    library comes before torch's own there; torch.cuda.nccl.version() keeps naming the version torch was built with,
+    as a real H200 showed: it said 2.28.9 while the preloaded 2.28.3 ran the all_reduce)."""
+    try:
+        return file_of(ctypes.CDLL(None).ncclGetVersion)
+    except AttributeError:
+        return None
+
+
+def pynccl() -> dict:
+    """What vLLM's own NCCL communicator (pynccl, its tensor-parallel collectives) loads: ctypes.CDLL of VLLM_NCCL_SO_PATH,
+    else `libnccl.so.2`, which resolves to a library already loaded under that name (an LD_PRELOAD one first)."""
+    so_path = os.environ.get("VLLM_NCCL_SO_PATH") or "libnccl.so.2"
+    try:
+        lib = ctypes.CDLL(so_path)
+        path = file_of(lib.ncclGetVersion) or so_path
+        return {"so_path": so_path, **library(lib, path)}
+    except (OSError, AttributeError) as exc:
+        return {"so_path": so_path, "error": f"{type(exc).__name__}: {exc}"}
+
+
 def main() -> int:
     env = os.environ.get("NCCL_VERSION")
     try:
@@ -64,16 +112,18 @@ def main() -> int:
     paths = mapped("libnccl")
     if not paths:
         print(json.dumps({**out, "nccl": out["torch_nccl"], "static": True, "path": None, "version": out["torch_nccl"],
-                          "build_id": None, "torch_libs": mapped("libtorch_cuda")}))
+                          "build_id": None, "torch_libs": mapped("libtorch_cuda"), "pynccl": pynccl()}))
         return 0
-    lib = ctypes.CDLL(paths[0])
-    code = ctypes.c_int()
-    rc = lib.ncclGetVersion(ctypes.byref(code))
-    v = code.value
-    version = f"{v // 10000}.{v % 10000 // 100}.{v % 100}" if v >= 20900 else f"{v // 1000}.{v % 1000 // 100}.{v % 100}"
-    print(json.dumps({**out, "nccl": version, "static": False, "path": os.path.realpath(paths[0]), "mapped": paths,
-                      "version": version if rc == 0 else None, "version_code": v, "ncclGetVersion_rc": rc,
-                      "build_id": gnu_build_id(paths[0])}))
+    # Every libnccl mapped (an LD_PRELOAD one sits beside torch's own); torch's calls go to the global scope's first.
+    libraries = [library(ctypes.CDLL(p), p) for p in paths]
+    first = global_nccl()
+    torch_lib = next((lib for lib in libraries if first and lib["path"] == os.path.realpath(first)), None)
+    chosen_by = "global symbol"
+    if torch_lib is None:
+        torch_lib = next((lib for lib in libraries if lib["version"] == out["torch_nccl"]), libraries[0])
+        chosen_by = "version" if torch_lib["version"] == out["torch_nccl"] else "first mapped"
+    print(json.dumps({**out, "nccl": torch_lib["version"], "static": False, **torch_lib, "chosen_by": chosen_by,
+                      "mapped": paths, "libraries": libraries, "pynccl": pynccl()}))
     return 0
 
 

@@ -63,7 +63,7 @@ def load_of(rows: list[dict] | None) -> Load | None:
 def measured(result: dict, load: Load | None) -> list[tuple[str, float, str]]:
     """What the run prints per node: TFLOP/s, median SM clock, median power, and the clock-event reasons under load."""
     unit = f"TFLOP/s ({result.get('dtype')} on {result.get('device')})"
-    out = [("matmul", float(result.get("tflops", 0.0)), unit)]
+    out = [("matmul (median batch)", compute_rate(result), unit)]
     if load is not None:
         if load.sm_clock_mhz is not None:
             out.append(("SM clock under load (median)", load.sm_clock_mhz, f"MHz of {load.max_sm_clock_mhz or '?'}"))
@@ -71,6 +71,12 @@ def measured(result: dict, load: Load | None) -> list[tuple[str, float, str]]:
             out.append(("GPU power under load (median)", load.power_w, "W"))
         out.append(("clock-event reasons under load", float(load.reasons), load.reason_text))
     return out
+
+
+def compute_rate(result: dict) -> float:
+    """The timing program's figure to judge: the median batch's TFLOP/s (a burst of other work on the machine slows a few
+    batches, not the median; a GPU stuck slow is slow in every batch), else the run's overall figure (older programs)."""
+    return float(result.get("tflops_median") or result["tflops"])
 
 
 def judge_compute(node: str, result: dict, rows: list[dict] | None, no_rows: str | None, expect: Expect,
@@ -81,7 +87,7 @@ def judge_compute(node: str, result: dict, rows: list[dict] | None, no_rows: str
     nothing to judge, unless the GPU is busy anyway: another job, or the simulation's stand-in answering as a busy GPU);
     a CUDA run with no busy sample is a warning (we could not see the clock)."""
     findings = []
-    tflops = float(result["tflops"])
+    tflops = compute_rate(result)
     what = f"{tflops:.4g} TFLOP/s ({result.get('dtype')} {result.get('n')}^3 matmul on {result.get('device')}, {result.get('backend')})"
     if tflops < expect.min_tflops:
         findings.append(Finding(Code.GPU_COMPUTE_LOW, node, what, f">= {expect.min_tflops:g} TFLOP/s (expect.min_tflops)"))
@@ -109,15 +115,33 @@ def nccl_text(ident: dict) -> str:
     return f"NCCL {ident.get('version')} {ident.get('path')} build id {ident.get('build_id')}"
 
 
+def pynccl_of(ident: dict) -> dict | None:
+    """The library vLLM's own communicator (pynccl) loads, when the canary found one."""
+    found = ident.get("pynccl")
+    return found if isinstance(found, dict) and found.get("path") else None
+
+
 def judge_nccl_identity(node: str, head: str, mine: dict, heads: dict, pin: NcclPin | None, image: str) -> list[Finding]:
-    """The libnccl torch loads: the same path, version and build id as on rank 0; the deploy.nccl pin when set; and the
-    image's NCCL_VERSION variable, when set, naming the library's version (else a warning: the variable lies)."""
+    """The libnccl torch's calls reach: the same path, version and build id as on rank 0, and so the library vLLM's pynccl
+    loads; the deploy.nccl pin when set; a warning when pynccl loads another library than torch (two builds in one
+    process: an LD_PRELOAD or VLLM_NCCL_SO_PATH); and the image's NCCL_VERSION variable, when set, naming the library's
+    version (else a warning: the variable lies)."""
     findings = []
     if node != head:
         differs = [k for k in ("path", "version", "build_id") if mine.get(k) != heads.get(k)]
         if differs:
             findings.append(Finding(Code.IMAGE_NCCL_DIFFERS, node, f"{nccl_text(mine)} ({', '.join(differs)} differ)",
                                     f"{nccl_text(heads)} as on {head}", head=head, image=image))
+        mine_py, heads_py = pynccl_of(mine), pynccl_of(heads)
+        if mine_py and heads_py and not differs and (mine_py.get("version"), mine_py.get("build_id")) != \
+                (heads_py.get("version"), heads_py.get("build_id")):
+            findings.append(Finding(Code.IMAGE_NCCL_DIFFERS, node, f"vLLM's pynccl loads {nccl_text(mine_py)}",
+                                    f"{nccl_text(heads_py)} as on {head}", head=head, image=image))
+    py = pynccl_of(mine)
+    if py and not mine.get("static") and py.get("build_id") != mine.get("build_id"):
+        findings.append(Finding(Code.IMAGE_NCCL_SPLIT, node, f"torch's NCCL calls reach {nccl_text(mine)}; vLLM's pynccl "
+                                f"({py.get('so_path')}) loads {nccl_text(py)}", "one NCCL library in the process",
+                                warning=True))
     if pin is not None:
         wrong = [(k, mine.get(k), want) for k, want in (("version", pin.version), ("build_id", pin.build_id))
                  if want is not None and mine.get(k) != want]

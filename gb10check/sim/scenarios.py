@@ -169,6 +169,10 @@ SCENARIOS = {s.name: s for s in [
              "no clock-event reason shown (only an AC power-off clears it)",
              (Step(1, state={"gpu_load": {"sm_clock_mhz": 801, "power_w": 19.6, "clock_event_reasons": 0}}),),
              proves=("test_gpu_compute:gpu-clock-low",)),
+    Scenario("cpu-throttled", "rank 1 held to half a CPU through its cgroup (cpu.cfs_quota_us): its matmul really runs slower, "
+             "as a GB10 stuck in a low-power state does, and nvidia-smi does not say why",
+             (Step(1, shell="echo 50000 > /sys/fs/cgroup/cpu/cpu.cfs_quota_us"),),
+             proves=("test_gpu_compute:gpu-compute-spread",)),
     Scenario("mtu-mismatch", "rank 1: enp1s0f0np0 has MTU 9000, its peer 1500",
              (Step(1, shell="ip link set enp1s0f0np0 mtu 9000"),),
              proves=("test_mtu_equal:mtu-mismatch", "test_path_mtu:path-mtu")),
