@@ -24,10 +24,13 @@ MARKS = "(preflight or network) and not slow"
 
 
 def run(tree: Path, cluster: Path, workers: int) -> tuple[float, str, dict[str, float]]:
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--cluster={cluster}", "-m", MARKS] + \
-           (["-n", str(workers)] if workers else [])
+    # As a user's environment runs it: no hypothesis (a self-test dependency whose plugin imports it at the summary) and
+    # bytecode caching on (with PYTHONDONTWRITEBYTECODE every start recompiles and assertion-rewrites the package).
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", f"--cluster={cluster}",
+            "-m", MARKS] + (["-n", str(workers)] if workers else [])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(tree)}
     t = time.perf_counter()
-    done = subprocess.run(args, cwd=tree, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(tree)})
+    done = subprocess.run(args, cwd=tree, capture_output=True, text=True, timeout=900, env=env)
     wall = time.perf_counter() - t
     summary = next((l for l in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", l)), done.stdout[-200:])
     phases = {k: float(v) for k, v in re.findall(r"(gather|probes) ([\d.]+) s", done.stdout)}
