@@ -4,8 +4,8 @@ What varies in real outputs, and how it is read:
 - header lines hold one or two `key : value` fields, apart by tabs or spaces (`Dual-port : OFF\t\tDevice : mlx5_0`);
 - each `local address:` / `remote address:` line may be followed by its own `GID:` line (one per QP, so a
   bidirectional or multi-QP run prints many); rdma_cm runs print none. A GID belongs to the address line it follows;
-- the result table's column header says the unit (`BW average[Gb/sec]` or `[MB/sec]`, perftest's MB being 2^20
-  bytes); when the header was cut, the command line says it (`--report_gbits`, else perftest's MB/sec). Rows of an
+- the result table's column header says the unit (`BW average[Gb/sec]`, or `[MB/sec]` before perftest 23.x and
+  `[MiB/sec]` since, both 2^20 bytes); when the header was cut, the command line says it (`--report_gbits`, else perftest's MB/sec). Rows of an
   unknown unit are not read;
 - warning lines (`WARNING: ...`, `Conflicting CPU frequency values detected ...`) may stand between the rows;
 - `-a` sweeps print one row per message size; infinite (`--run_infinitely`) runs repeat rows of one size.
@@ -98,7 +98,7 @@ class Perftest:
     connection_type: str | None = None  # RC, UC, UD, XRC, DC
     bidirectional: bool = False  # "... Bidirectional BW Test": the figure is both directions together
     addresses: list[QpAddress] = field(default_factory=list)
-    unit: str | None = None  # the bandwidth unit perftest printed: "Gb/sec" or "MB/sec"
+    unit: str | None = None  # the bandwidth unit perftest printed: "Gb/sec", "MB/sec" or "MiB/sec"
     warnings: list[str] = field(default_factory=list)  # one per kind, the first of each
     bw_rows: list[BwRow] = field(default_factory=list)
     lat_rows: list[LatRow] = field(default_factory=list)
@@ -155,7 +155,7 @@ def _default_columns(command: str | None) -> tuple[str | None, list[str], str | 
 
 
 def _scale(unit: str) -> float | None:
-    return {"gb/sec": 1.0, "mb/sec": MIB_PER_S_TO_GBPS}.get(unit.strip().lower())
+    return {"gb/sec": 1.0, "mb/sec": MIB_PER_S_TO_GBPS, "mib/sec": MIB_PER_S_TO_GBPS}.get(unit.strip().lower())
 
 
 @parser
