@@ -174,7 +174,7 @@ scnt=5000, ccnt=4876
     " Port number 1 state is Init\n Couldn't set the link layer\n Couldn't get context for the device\n",
     " IB device mlx5_9 not found\n Unable to find the Infiniband/RoCE device\n",
     " No IB devices found\n",
-    " Requested mtu is higher than active mtu \n Change the MTU on the switch or the server\n Failed to create QP.\n",
+    " Failed to create QP.\n",
 ])
 def test_failure_first_lines(lines):
     assert perftest.parse(lines).error == lines.splitlines()[0].strip()
@@ -408,3 +408,17 @@ def test_nccl_per_iteration_columns_and_cputime_header():
     cpu = _two_node("", SWEEP).replace(" time ", " cputime ")
     r = nccl.parse(cpu)
     assert [x.size_bytes for x in r.rows] == [1024, 1073741824] and r.busbw_gbps == pytest.approx((23.01 + 23.03) / 2 * 8)
+
+
+def test_perftest_mtu_notice_is_a_warning_not_a_failure():
+    # `-m 4096` on a RoCE port whose active MTU is 1024 (netdev MTU 1500): perftest says so on stdout and runs on
+    text = ("Requested mtu is higher than active mtu \nChanging to active mtu - 3\n" + HEADER_MB.replace("4096[B]", "1024[B]")
+            + f""" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 65536      5000             92.10              92.05\t\t     0.175571
+{DASH}
+""")
+    r = perftest.parse(text)
+    assert (r.error, r.errors, r.bw_average_gbps, r.mtu_bytes) == (None, [], 92.05, 1024)
+    assert r.warnings == ["Requested mtu is higher than active mtu", "Changing to active mtu - 3"]
+    failed = perftest.parse("Requested mtu is higher than active mtu \nChanging to active mtu - 3\n Failed to create QP.\n")
+    assert failed.error == "Failed to create QP."

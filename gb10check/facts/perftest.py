@@ -32,11 +32,13 @@ MIB_PER_S_TO_GBPS = 1048576 * 8 / 1e9
 # Failure lines perftest prints (perftest_resources.c, perftest_communication.c, the *_bw/_lat mains).
 FAILURE = re.compile(
     r"^(?:Couldn't|Could not|Unable to|Failed to|Failed status|Failure in|Completion with error"
-    r"|Port number \d+ state is (?!Active)|No IB devices found|IB device \S+ not found|Requested mtu is higher"
+    r"|Port number \d+ state is (?!Active)|No IB devices found|IB device \S+ not found"
     r"|Mismatch in|Problems with|Error:|ERROR:|\w+ failed\b)"
 )
 CAUSE = re.compile(r"^Failed status \d+")  # the line after "Completion with error ..." that says why
-WARNING = re.compile(r"^(?:WARNING:\s*(?P<msg>.*)|(?P<line>Conflicting CPU frequency values detected.*|Warning:.*))$")
+# "Requested mtu is higher than active mtu" / "Changing to active mtu - 3": a notice; the run goes on at the active MTU.
+WARNING = re.compile(r"^(?:WARNING:\s*(?P<msg>.*)|(?P<line>Conflicting CPU frequency values detected.*|Warning:.*"
+                     r"|Requested mtu is higher than active mtu.*|Changing to active mtu\b.*))$")
 BANNER = re.compile(r"^\*\s*Waiting for client\b.*\*$")  # "to connect...", "rdma_cm QP to connect"
 TEST = re.compile(r"^(?P<test>\S.*(?:BW|Latency|Lat) Test)$")
 DASHES = re.compile(r"^-{20,}$")
