@@ -422,3 +422,13 @@ def test_perftest_mtu_notice_is_a_warning_not_a_failure():
     assert r.warnings == ["Requested mtu is higher than active mtu", "Changing to active mtu - 3"]
     failed = perftest.parse("Requested mtu is higher than active mtu \nChanging to active mtu - 3\n Failed to create QP.\n")
     assert failed.error == "Failed to create QP."
+
+
+def test_perftest_report_both_side_tables_are_not_averaged_into_the_bidirectional_figure():
+    head = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+    text = (HEADER_MB.replace("RDMA_Write BW Test", "RDMA_Write Bidirectional BW Test") + head
+            + f" 65536      10000            184.20             184.10\t\t     0.351143\n{DASH}\n"
+            + f"{DASH}\n\n Local results: \n{DASH}\n{head} 65536      5000             92.10              92.05\t\t     0.175571\n{DASH}\n"
+            + f"\n Remote results: \n{DASH}\n{head} 65536      5000             92.10              92.05\t\t     0.175571\n{DASH}\n")
+    r = perftest.parse(text)
+    assert r.bidirectional and len(r.bw_rows) == 1 and r.bw_average_gbps == 184.1 and r.error is None

@@ -9,6 +9,8 @@ What varies in real outputs, and how it is read:
   unknown unit are not read;
 - warning lines (`WARNING: ...`, `Conflicting CPU frequency values detected ...`) may stand between the rows;
 - `-a` sweeps print one row per message size; infinite (`--run_infinitely`) runs repeat rows of one size.
+- `-b --report-both` prints the bidirectional rows, then " Local results:" and " Remote results:" tables of each
+  side's share; those are not read as rows (the judged figure is the two directions together, as without it).
 
 The figure to judge is `bw_average_gbps`: the mean BW average of the rows of the LARGEST message size (in a
 sweep, the small sizes measure message rate, not the link; in an infinite run every row has that size).
@@ -181,6 +183,7 @@ def parse(text: str, command: str | None = None) -> Perftest:
     kind, columns, unit = _default_columns(command)
     seen_warnings: set[str] = set()
     in_table = False
+    per_side = False
     for line in lines:
         if (m := ADDRESS.match(line)):
             result.addresses.append(_address(m["side"], m["rest"]))
@@ -198,6 +201,9 @@ def parse(text: str, command: str | None = None) -> Perftest:
             continue
         if BANNER.match(line):
             result.waiting = True
+            continue
+        if re.fullmatch(r"(?:Local|Remote) results:", line):
+            per_side = True  # --report-both: each side's share of the bidirectional rows above, not another measurement
             continue
         if FAILURE.match(line):
             result.errors.append(line)
@@ -220,7 +226,7 @@ def parse(text: str, command: str | None = None) -> Perftest:
         if kind is None or not tokens or not all(NUMBER.match(t) for t in tokens) or not tokens[0].isdigit():
             continue
         row = dict(zip(columns, (float(t) for t in tokens)))
-        if "#bytes" not in row:
+        if "#bytes" not in row or per_side:
             continue
         result.complete = False  # a row after a dashes line: the table goes on
         iterations = int(row["#iterations"]) if "#iterations" in row else None
