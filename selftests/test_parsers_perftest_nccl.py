@@ -174,7 +174,7 @@ scnt=5000, ccnt=4876
     " Port number 1 state is Init\n Couldn't set the link layer\n Couldn't get context for the device\n",
     " IB device mlx5_9 not found\n Unable to find the Infiniband/RoCE device\n",
     " No IB devices found\n",
-    " Requested mtu is higher than active mtu \n Change the MTU on the switch or the server\n Failed to create QP.\n",
+    " Failed to create QP.\n",
 ])
 def test_failure_first_lines(lines):
     assert perftest.parse(lines).error == lines.splitlines()[0].strip()
@@ -353,3 +353,82 @@ def test_no_ib_device_line():
 def test_foreign_text_is_a_nccl_parse_error(text):
     with pytest.raises(ParseError, match="^nccl_tests: expected"):
         nccl.parse(text)
+
+
+# ---- variants of newer tool releases ------------------------------------------------------------------------
+
+def test_perftest_mib_per_sec_header_of_newer_perftest():
+    # perftest 23.x+ labels its binary megabytes MiB/sec (RESULT_FMT); the value is the same 2^20-byte unit as MB/sec
+    r = perftest.parse(HEADER_MB + f"""{DASH}
+ #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+ 65536      5000             11030.78            11030.45\t\t     0.176487
+ 8388608    5000             11790.10            11790.02\t\t     0.001474
+{DASH}
+""")
+    assert (r.unit, len(r.bw_rows), r.bw_bytes, r.complete) == ("MiB/sec", 2, 8388608, True)
+    assert r.bw_average_gbps == pytest.approx(11790.02 * 1048576 * 8 / 1e9, abs=0.001)
+    assert r.bw_peak_gbps == pytest.approx(11790.10 * 1048576 * 8 / 1e9, abs=0.001)
+    assert r.error is None
+
+
+TS_TABLE_HEAD = """\
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong           timestamp
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       %Y-%m-%d %H:%M:%S
+"""
+
+PER_ITER_HEAD = """\
+#                                                   out-of-place (+ per-iteration)                                in-place (+ per-iteration)
+#       size         count      type   redop    root     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)            (us)     (us)     (us)      (%)
+"""
+
+
+def test_nccl_timestamp_column_rows_are_read():
+    rows = ("        1024           256     float     sum      -1    31.20    0.03    0.03      0    30.80    0.03    0.03      0 2025-11-02 09:14:03\n"
+            "  1073741824     268435456     float     sum      -1    46620   23.03   23.01      0    46590   23.05   23.03      0 2025-11-02 09:14:09\n")
+    r = nccl.parse(_two_node("", "", tail="").replace(TABLE_HEAD, TS_TABLE_HEAD) + rows + "# Avg bus bandwidth    : 11.52 \n")
+    assert len(r.rows) == 2 and r.complete
+    assert (r.rows[1].oop_busbw_gbps, r.rows[1].ip_busbw_gbps, r.rows[1].ip_wrong) == (184.08, 184.24, "0")
+    assert r.busbw_gbps == pytest.approx((23.01 + 23.03) / 2 * 8)
+    # the same rows after a header cut off (tail -n): known by type and redop
+    cut = nccl.parse(rows + "# Avg bus bandwidth    : 11.52 \n")
+    assert len(cut.rows) == 2 and cut.busbw_gbps == r.busbw_gbps
+
+
+def test_nccl_per_iteration_columns_and_cputime_header():
+    row = ("  1073741824     268435456     float     sum      -1    46620   23.03   23.01      0    46500    46800    46790     0.12"
+           "    46590   23.05   23.03      0    46480    46770    46760     0.11\n")
+    r = nccl.parse(_two_node("", "", tail="").replace(TABLE_HEAD, PER_ITER_HEAD) + row + "# Avg bus bandwidth    : 23.02 \n")
+    assert len(r.rows) == 1
+    got = r.rows[0]
+    assert (got.oop_time_us, got.oop_busbw_gbps, got.oop_wrong, got.ip_time_us, got.ip_busbw_gbps, got.ip_wrong) == \
+        (46620.0, 184.08, "0", 46590.0, 184.24, "0")
+    assert nccl.parse(row).rows[0].ip_busbw_gbps == 184.24  # header cut: 21 words known by type and redop
+    cpu = _two_node("", SWEEP).replace(" time ", " cputime ")
+    r = nccl.parse(cpu)
+    assert [x.size_bytes for x in r.rows] == [1024, 1073741824] and r.busbw_gbps == pytest.approx((23.01 + 23.03) / 2 * 8)
+
+
+def test_perftest_mtu_notice_is_a_warning_not_a_failure():
+    # `-m 4096` on a RoCE port whose active MTU is 1024 (netdev MTU 1500): perftest says so on stdout and runs on
+    text = ("Requested mtu is higher than active mtu \nChanging to active mtu - 3\n" + HEADER_MB.replace("4096[B]", "1024[B]")
+            + f""" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 65536      5000             92.10              92.05\t\t     0.175571
+{DASH}
+""")
+    r = perftest.parse(text)
+    assert (r.error, r.errors, r.bw_average_gbps, r.mtu_bytes) == (None, [], 92.05, 1024)
+    assert r.warnings == ["Requested mtu is higher than active mtu", "Changing to active mtu - 3"]
+    failed = perftest.parse("Requested mtu is higher than active mtu \nChanging to active mtu - 3\n Failed to create QP.\n")
+    assert failed.error == "Failed to create QP."
+
+
+def test_perftest_report_both_side_tables_are_not_averaged_into_the_bidirectional_figure():
+    head = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+    text = (HEADER_MB.replace("RDMA_Write BW Test", "RDMA_Write Bidirectional BW Test") + head
+            + f" 65536      10000            184.20             184.10\t\t     0.351143\n{DASH}\n"
+            + f"{DASH}\n\n Local results: \n{DASH}\n{head} 65536      5000             92.10              92.05\t\t     0.175571\n{DASH}\n"
+            + f"\n Remote results: \n{DASH}\n{head} 65536      5000             92.10              92.05\t\t     0.175571\n{DASH}\n")
+    r = perftest.parse(text)
+    assert r.bidirectional and len(r.bw_rows) == 1 and r.bw_average_gbps == 184.1 and r.error is None

@@ -237,3 +237,86 @@ def test_nodes_from_ray_list_nodes():
     assert parse("ray_nodes", "[]") == []
     with pytest.raises(ParseError, match="ray_nodes: expected"):
         parse("ray_nodes", '[{"name": "x"}]')
+
+
+STATUS_V2_IDLE = f"""======== Autoscaler status: 2026-11-30 21:04:05.123456 ========
+Node status
+---------------------------------------------------------------
+Active:
+ (no active nodes)
+Idle:
+ 1 node_{HEAD_ID}
+ 1 node_{WORKER_ID}
+Pending:
+ (no pending nodes)
+Recent failures:
+ (no failures)
+
+Resources
+---------------------------------------------------------------
+Total Usage:
+ 0.0/40.0 CPU
+ 0.0/2.0 GPU
+ 0B/169.24GiB memory
+ 0B/72.54GiB object_store_memory
+
+From request_resources:
+ (none)
+Pending Demands:
+ (no resource demands)
+"""
+
+STATUS_RAY_2_2 = """======== Autoscaler status: 2023-01-10 08:00:00.000001 ========
+Node status
+---------------------------------------------------------------
+Healthy:
+ 1 node_aa11
+ 1 node_bb22
+Pending:
+ (no pending nodes)
+Recent failures:
+ (no failures)
+
+Resources
+---------------------------------------------------------------
+Usage:
+ 0.0/40.0 CPU
+ 2.0/2.0 GPU
+ 0.00/169.240 GiB memory
+ 0.00/72.540 GiB object_store_memory
+
+Demands:
+ (no resource demands)
+"""
+
+STATUS_NO_NODE_TYPES = """======== Cluster status: 2021-05-11 16:10:16.056925 ========
+Node status
+------------------------------------------------------------
+ 2 node(s) with resources: {'CPU': 20.0, 'GPU': 1.0, 'memory': 84.0, 'object_store_memory': 36.0}
+
+Resources
+------------------------------------------------------------
+Usage:
+ 0.0/40.0 CPU
+ 0.0/2.0 GPU
+ 0.00/168.000 GiB memory
+ 0.00/72.000 GiB object_store_memory
+
+Demands:
+ (no resource demands)
+"""
+
+
+def test_status_autoscaler_v2_idle_nodes_are_alive_nodes():
+    s = parse("ray_status", STATUS_V2_IDLE)
+    assert s.active == {} and s.idle == {f"node_{HEAD_ID}": 1, f"node_{WORKER_ID}": 1} and s.nodes == 2
+    assert s.total("GPU") == 2.0
+
+
+def test_status_memory_with_the_unit_after_both_numbers_ray_2_2_and_older():
+    s = parse("ray_status", STATUS_RAY_2_2)
+    assert s.nodes == 2 and s.total("GPU") == 2.0
+    assert s.usage["memory"] == ("0.00GiB", "169.240GiB") and s.usage["object_store_memory"] == ("0.00GiB", "72.540GiB")
+    assert "GiB" not in s.usage
+    old = parse("ray_status", STATUS_NO_NODE_TYPES)
+    assert old.nodes == 2 and old.total("GPU") == 2.0 and old.time == "2021-05-11 16:10:16.056925"

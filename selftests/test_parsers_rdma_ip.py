@@ -343,3 +343,32 @@ def test_other_tools_output_is_refused(name, kind):
 
 def test_all_my_kinds_are_registered():
     assert set(MINE) <= set(KINDS)
+
+
+# ---- newer tool releases ------------------------------------------------------------------------
+
+
+def test_ibdev2netdev_empty_state_parentheses_read_as_unknown():
+    # the script prints "()" when the netdev has no dev_id file (its get_link_state then echoes nothing)
+    got = facts("ibdev2netdev", "mlx5_0 port 1 ==> ib0 ()\nrocep1s0f1 port 1 ==> enp1s0f1np1 (Up)\n"
+                " mlx5_2 (NA - NA)  fw NA port 1 (DOWN  ) ==> eth5 ()\n")
+    assert [(d["rdma_device"], d["netdev"], d["state"], d["link_state"], d["port_state"]) for d in got] == [
+        ("mlx5_0", "ib0", "unknown", None, None), ("rocep1s0f1", "enp1s0f1np1", "up", "Up", None),
+        ("mlx5_2", "eth5", "unknown", None, "DOWN")]
+
+
+def test_ibv_devinfo_roce_v2_gids_printed_by_inet_ntop_and_effective_speed():
+    text = ("hca_id:\trocep1s0f1\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t28.45.4028\n\tphys_port_cnt:\t\t\t1\n"
+            "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tlink_layer:\t\tEthernet\n"
+            "\t\t\tactive_width:\t\t4X (2)\n\t\t\tactive_speed:\t\tinvalid speed (0)\n\t\t\teffective_speed:\t200.0 Gbps\n"
+            "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:4ebb:47ff:fea1:b2c3, RoCE v1\n"
+            "\t\t\tGID[  1]:\t\tfe80::4ebb:47ff:fea1:b2c3, RoCE v2\n"
+            "\t\t\tGID[  2]:\t\t0000:0000:0000:0000:0000:ffff:0a2a:0007, RoCE v1\n"
+            "\t\t\tGID[  3]:\t\t::ffff:10.42.0.7, RoCE v2\n\n")
+    port = facts("ibv_devinfo", text)[0]["ports"][0]
+    assert [(g["index"], g["gid"], g["type"], g["ipv4"]) for g in port["gids"]] == [
+        (0, "fe80:0000:0000:0000:4ebb:47ff:fea1:b2c3", "RoCE v1", None),
+        (1, "fe80:0000:0000:0000:4ebb:47ff:fea1:b2c3", "RoCE v2", None),
+        (2, "0000:0000:0000:0000:0000:ffff:0a2a:0007", "RoCE v1", "10.42.0.7"),
+        (3, "0000:0000:0000:0000:0000:ffff:0a2a:0007", "RoCE v2", "10.42.0.7")]
+    assert port["rate_gbps"] == 200.0

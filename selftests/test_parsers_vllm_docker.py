@@ -286,3 +286,47 @@ def test_compose_config_after_a_warning():
     cfg = docker.parse_compose_config('WARN[0000] the attribute `version` is obsolete\nname: x\nservices:\n  vllm:\n    ports:\n'
                                       '      - target: 8000\n        published: "8000"\n        host_ip: 127.0.0.1\n')
     assert cfg["services"]["vllm"]["ports"][0]["host_ip"] == "127.0.0.1"
+
+
+# ---- vLLM log variants of more releases ---------------------------------------------------------
+
+MULTIPROC_RANK_LOG = """\
+INFO 05-06 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5.post1
+INFO 05-06 10:00:08 [core.py:58] Initializing a V1 LLM engine (v0.8.5.post1) with config: model='org/toy-32b', max_seq_len=32768, tensor_parallel_size=2, pipeline_parallel_size=1
+(VllmWorker rank=0 pid=2201) INFO 05-06 10:00:20 [parallel_state.py:959] rank 0 in world size 2 is assigned as DP rank 0, PP rank 0, TP rank 0
+(VllmWorker rank=1 pid=2202) INFO 05-06 10:00:20 [parallel_state.py:959] rank 1 in world size 2 is assigned as DP rank 0, PP rank 0, TP rank 1
+(VllmWorker rank=0 pid=2201) INFO 05-06 10:00:21 [gpu_model_runner.py:1329] Starting to load model org/toy-32b...
+(VllmWorker rank=0 pid=2201) INFO 05-06 10:01:21 [gpu_model_runner.py:1347] Model loading took 30.52 GiB and 59.8 seconds
+(VllmWorker rank=1 pid=2202) INFO 05-06 10:01:22 [custom_all_reduce.py:1] Custom allreduce is disabled: error reading the topology
+INFO 05-06 10:01:40 [kv_cache_utils.py:634] GPU KV cache size: 91,024 tokens
+(VllmWorker rank=0 pid=2201) INFO 05-06 10:02:00 [gpu_model_runner.py:1686] Graph capturing finished in 20 secs, took 0.55 GiB
+"""
+
+
+def test_multiproc_worker_prefix_with_rank_is_taken_off():
+    log = vllm_log.parse(MULTIPROC_RANK_LOG)
+    assert [(m.name, m.t_s) for m in log.milestones] == [
+        ("tp_rank", 20.0), ("loading", 21.0), ("model_loaded", 81.0), ("kv_cache", 100.0), ("graph_capture", 120.0)]
+    assert (log.version, log.model_gib, log.kv_cache_tokens, log.tensor_parallel_size) == ("0.8.5.post1", 30.52, 91024, 2)
+    assert log.errors == []  # an INFO line of a worker mentions "error": still an INFO line
+
+
+@pytest.mark.parametrize(("line", "name"), [
+    ("(EngineCore_DP0 pid=311) ERROR 09-01 10:00:00 [core.py:700] ValueError: Free memory on device cuda:0 (96.1/119.7 GiB) on "
+     "startup is less than desired GPU memory utilization (0.9, 107.7 GiB). Decrease GPU memory utilization or reduce GPU "
+     "memory used by other processes.", "free_memory_below_utilization"),
+    ("(VllmWorker rank=1 pid=2202) ERROR 05-06 10:00:30 [multiproc_executor.py:1] RuntimeError: NCCL error: unhandled cuda "
+     "error (run with NCCL_DEBUG=INFO for details)", "nccl_error"),
+])
+def test_more_errors_are_named(line, name):
+    log = vllm_log.parse(line + "\n")
+    assert [e.name for e in log.errors] == [name] and log.errors[0].hint
+
+
+def test_ci_bracketed_iso_timestamps_are_taken_off():
+    text = ("[2026-02-03T04:05:06Z] (EngineCore_DP0 pid=61) INFO 02-03 04:05:06 [gpu_model_runner.py:1] Model loading took "
+            "9.5 GiB and 3.2 seconds\n"
+            "[2026-02-03T04:05:16Z] (EngineCore_DP0 pid=61) INFO 02-03 04:05:16 [kv_cache_utils.py:1] GPU KV cache size: "
+            "10,000 tokens\n")
+    log = vllm_log.parse(text)
+    assert [(m.name, m.t_s) for m in log.milestones] == [("model_loaded", 0.0), ("kv_cache", 10.0)]

@@ -19,7 +19,7 @@ from ._text import ParseError, is_prompt, parser
 
 # An author's note after the line: "# CX-7 1/8 infiniband", "<- cabled", "// port 0", "(o2ib)".
 _NOTE = r"(?:\s+(?:#|<-+|←|//).*|\s+\([\w ,./-]*\))?"
-_STATE = r"\(\s*(?P<state>[A-Za-z]+)\s*\)"
+_STATE = r"\(\s*(?P<state>[A-Za-z]*)\s*\)"  # empty "()": the script found no dev_id file for the netdev
 PLAIN = re.compile(r"^(?P<device>[\w.-]+)\s+port\s+(?P<port>\d+)\s+==>\s+(?P<netdev>[\w.@:-]+)\s+" + _STATE + _NOTE + r"$")
 OLD_STYLE = re.compile(r"^(?P<device>[\w.-]+)\s+port\s+(?P<port>\d+)\s+<===>\s+(?P<netdev>[\w.@:-]+)" + _NOTE + r"$")
 # -v: everything up to the last "fw X port N (STATE) ==> NETDEV (State)" is "[pci] device [board]".
@@ -80,7 +80,7 @@ def _board(text: str) -> tuple[str | None, str | None, str | None]:
 
 def _line(line: str) -> RdmaNetdev | None:
     if (m := PLAIN.match(line)):
-        return RdmaNetdev(m["device"], int(m["port"]), m["netdev"], _state(m["state"]), link_state=m["state"])
+        return RdmaNetdev(m["device"], int(m["port"]), m["netdev"], _state(m["state"]), link_state=m["state"] or None)
     if (m := OLD_STYLE.match(line)):
         return RdmaNetdev(m["device"], int(m["port"]), m["netdev"], "unknown")
     if (m := VERBOSE.match(line)):
@@ -96,7 +96,7 @@ def _line(line: str) -> RdmaNetdev | None:
                           port_state=port_state.upper() if port_state else None,
                           # Without its domain (the noise front end takes "0000:" for an srun label) the address is ambiguous.
                           pci=pci["pci"] if pci and pci["domain"] else None,
-                          firmware=_na(m["firmware"]), link_state=m["state"], device_id=device_id, part_id=part_id,
+                          firmware=_na(m["firmware"]), link_state=m["state"] or None, device_id=device_id, part_id=part_id,
                           description=description)
     return None
 

@@ -3,6 +3,8 @@
 The result table's columns come from its own header line (with or without its leading `#`):
 new: size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong  (out-of-place | in-place);
 old: size count type redop      | time algbw busbw error  | time algbw busbw error   (`error` is a float deviation).
+nccl-tests 2.17+ options widen it: `cputime` in place of `time` (-C 1), a `timestamp` after the in-place group
+(`2025-10-28 12:34:56`, two words), and per-iteration columns in each group (`i_min i_max i_p99 i_cv%`).
 Rank lines come with or without `Group` (`#   Rank  0 Pid ...` before 2.13), with padded host names, one line
 per GPU also for a single process driving several (`-g N`).
 
@@ -123,29 +125,56 @@ def _version_from_code(code: str) -> str | None:
     return None
 
 
-def _row(tokens: list[str], prefix: list[str]) -> NcclRow | None:
-    n = len(prefix)
-    if len(tokens) not in (n + 4, n + 8) or not (tokens[0].isdigit() and tokens[1].isdigit()):
+TIME_COLUMNS = ("time", "cputime")
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}")
+STANDARD_GROUP = ["time", "algbw", "busbw", "#wrong"]
+PER_ITER_GROUP = STANDARD_GROUP + ["i_min", "i_max", "i_p99", "i_cv%"]
+
+
+def _layout(header: list[str]) -> tuple[list[str], list[str]]:
+    """(prefix, group) of a column header: the columns before the first time column, and one result group's columns."""
+    first = next(n for n, t in enumerate(header) if t in TIME_COLUMNS)
+    rest = [t for t in header[first:] if t != "timestamp"]
+    second = next((n for n, t in enumerate(rest) if n and t in TIME_COLUMNS), len(rest))
+    return header[:first], rest[:second]
+
+
+def _row(tokens: list[str], prefix: list[str], group: list[str] = STANDARD_GROUP) -> NcclRow | None:
+    n, g = len(prefix), len(group)
+    if len(tokens) >= 2 and TIMESTAMP.fullmatch(tokens[-2]) and re.fullmatch(r"\d{2}:\d{2}:\d{2}", tokens[-1]):
+        tokens = tokens[:-2]  # the timestamp column: date and time
+    if len(tokens) not in (n + g, n + 2 * g) or not (tokens[0].isdigit() and tokens[1].isdigit()):
         return None
     named = dict(zip(prefix, tokens))
-    oop, ip = tokens[n:n + 4], tokens[n + 4:n + 8] or [None] * 4
-    if _number(oop[0]) is None and _number(oop[2]) is None:
+    oop = dict(zip(group, tokens[n:n + g]))
+    ip = dict(zip(group, tokens[n + g:n + 2 * g]))
+    wrong = next((c for c in group if c in ("#wrong", "error", "wrong")), group[-1])
+    time = next((c for c in group if c in TIME_COLUMNS), group[0])
+    if _number(oop.get(time, "")) is None and _number(oop.get("busbw", "")) is None:
         return None
     root = named.get("root")
+
+    def opt(d: dict, key: str, conv):
+        return conv(d[key]) if key in d else None
+
     return NcclRow(int(tokens[0]), int(tokens[1]), named.get("type", "?"), named.get("redop", "none"),
-                   _number(oop[0]), _gbps(oop[1]), _gbps(oop[2]), oop[3],
-                   _number(ip[0]) if ip[0] else None, _gbps(ip[1]) if ip[1] else None, _gbps(ip[2]) if ip[2] else None,
-                   ip[3], int(root) if root and re.fullmatch(r"-?\d+", root) else None)
+                   _number(oop.get(time, "")), _gbps(oop.get("algbw", "")), _gbps(oop.get("busbw", "")), oop.get(wrong, ""),
+                   opt(ip, time, _number), opt(ip, "algbw", _gbps), opt(ip, "busbw", _gbps), ip.get(wrong),
+                   int(root) if root and re.fullmatch(r"-?\d+", root) else None)
 
 
-def _headerless_prefix(tokens: list[str]) -> list[str] | None:
+def _headerless_prefix(tokens: list[str]) -> tuple[list[str], list[str]] | None:
     """Rows whose column header was cut off (tail -n): known only by their type and redop words."""
+    if len(tokens) >= 10 and TIMESTAMP.fullmatch(tokens[-2]):
+        tokens = tokens[:-2]
     if len(tokens) < 8 or tokens[2] not in TYPES or tokens[3] not in REDOPS:
         return None
-    if len(tokens) in (13, 9) and re.fullmatch(r"-?\d+", tokens[4]):
-        return ["size", "count", "type", "redop", "root"]
-    if len(tokens) in (12, 8):
-        return ["size", "count", "type", "redop"]
+    for group in (STANDARD_GROUP, PER_ITER_GROUP):
+        g = len(group)
+        if len(tokens) in (5 + 2 * g, 5 + g) and re.fullmatch(r"-?\d+", tokens[4]):
+            return ["size", "count", "type", "redop", "root"], group
+        if len(tokens) in (4 + 2 * g, 4 + g):
+            return ["size", "count", "type", "redop"], group
     return None
 
 
@@ -157,7 +186,7 @@ def parse(text: str) -> NcclTest:
     )
     if (m := re.search(r"nccl-library=(\d+)", text)):
         test.nccl_version = _version_from_code(m[1])
-    prefix: list[str] | None = None
+    layout: tuple[list[str], list[str]] | None = None  # (prefix, group) from the column header
     evidence = False  # anything nccl-tests or NCCL prints
     transports: dict[str, None] = {}
     gdr: list[bool] = []
@@ -169,8 +198,8 @@ def parse(text: str) -> NcclTest:
                                        int(m["group"]) if m["group"] else None))
             continue
         tokens = bare.split()
-        if "size" in tokens and "count" in tokens and "time" in tokens and "busbw" in tokens:
-            prefix = tokens[:tokens.index("time")]
+        if "size" in tokens and "count" in tokens and "busbw" in tokens and any(t in TIME_COLUMNS for t in tokens):
+            layout = _layout(tokens)
             evidence = True
             continue
         if (m := AVG.match(s)):
@@ -207,8 +236,8 @@ def parse(text: str) -> NcclTest:
                 test.gdr_disabled_hcas.append(g[1])
             continue
         if tokens and tokens[0].isdigit():
-            row_prefix = prefix if prefix is not None else _headerless_prefix(tokens)
-            if row_prefix and (row := _row(tokens, row_prefix)):
+            row_layout = layout if layout is not None else _headerless_prefix(tokens)
+            if row_layout and (row := _row(tokens, *row_layout)):
                 test.rows.append(row)
         elif s.startswith("#") and re.match(r"(?:nThread|Using devices|nccl-tests version|Collective test)", bare):
             evidence = True

@@ -4,11 +4,13 @@ What varies in real outputs, and how it is read:
 - header lines hold one or two `key : value` fields, apart by tabs or spaces (`Dual-port : OFF\t\tDevice : mlx5_0`);
 - each `local address:` / `remote address:` line may be followed by its own `GID:` line (one per QP, so a
   bidirectional or multi-QP run prints many); rdma_cm runs print none. A GID belongs to the address line it follows;
-- the result table's column header says the unit (`BW average[Gb/sec]` or `[MB/sec]`, perftest's MB being 2^20
-  bytes); when the header was cut, the command line says it (`--report_gbits`, else perftest's MB/sec). Rows of an
+- the result table's column header says the unit (`BW average[Gb/sec]`, or `[MB/sec]` before perftest 23.x and
+  `[MiB/sec]` since, both 2^20 bytes); when the header was cut, the command line says it (`--report_gbits`, else perftest's MB/sec). Rows of an
   unknown unit are not read;
 - warning lines (`WARNING: ...`, `Conflicting CPU frequency values detected ...`) may stand between the rows;
 - `-a` sweeps print one row per message size; infinite (`--run_infinitely`) runs repeat rows of one size.
+- `-b --report-both` prints the bidirectional rows, then " Local results:" and " Remote results:" tables of each
+  side's share; those are not read as rows (the judged figure is the two directions together, as without it).
 
 The figure to judge is `bw_average_gbps`: the mean BW average of the rows of the LARGEST message size (in a
 sweep, the small sizes measure message rate, not the link; in an infinite run every row has that size).
@@ -32,11 +34,13 @@ MIB_PER_S_TO_GBPS = 1048576 * 8 / 1e9
 # Failure lines perftest prints (perftest_resources.c, perftest_communication.c, the *_bw/_lat mains).
 FAILURE = re.compile(
     r"^(?:Couldn't|Could not|Unable to|Failed to|Failed status|Failure in|Completion with error"
-    r"|Port number \d+ state is (?!Active)|No IB devices found|IB device \S+ not found|Requested mtu is higher"
+    r"|Port number \d+ state is (?!Active)|No IB devices found|IB device \S+ not found"
     r"|Mismatch in|Problems with|Error:|ERROR:|\w+ failed\b)"
 )
 CAUSE = re.compile(r"^Failed status \d+")  # the line after "Completion with error ..." that says why
-WARNING = re.compile(r"^(?:WARNING:\s*(?P<msg>.*)|(?P<line>Conflicting CPU frequency values detected.*|Warning:.*))$")
+# "Requested mtu is higher than active mtu" / "Changing to active mtu - 3": a notice; the run goes on at the active MTU.
+WARNING = re.compile(r"^(?:WARNING:\s*(?P<msg>.*)|(?P<line>Conflicting CPU frequency values detected.*|Warning:.*"
+                     r"|Requested mtu is higher than active mtu.*|Changing to active mtu\b.*))$")
 BANNER = re.compile(r"^\*\s*Waiting for client\b.*\*$")  # "to connect...", "rdma_cm QP to connect"
 TEST = re.compile(r"^(?P<test>\S.*(?:BW|Latency|Lat) Test)$")
 DASHES = re.compile(r"^-{20,}$")
@@ -98,7 +102,7 @@ class Perftest:
     connection_type: str | None = None  # RC, UC, UD, XRC, DC
     bidirectional: bool = False  # "... Bidirectional BW Test": the figure is both directions together
     addresses: list[QpAddress] = field(default_factory=list)
-    unit: str | None = None  # the bandwidth unit perftest printed: "Gb/sec" or "MB/sec"
+    unit: str | None = None  # the bandwidth unit perftest printed: "Gb/sec", "MB/sec" or "MiB/sec"
     warnings: list[str] = field(default_factory=list)  # one per kind, the first of each
     bw_rows: list[BwRow] = field(default_factory=list)
     lat_rows: list[LatRow] = field(default_factory=list)
@@ -155,7 +159,7 @@ def _default_columns(command: str | None) -> tuple[str | None, list[str], str | 
 
 
 def _scale(unit: str) -> float | None:
-    return {"gb/sec": 1.0, "mb/sec": MIB_PER_S_TO_GBPS}.get(unit.strip().lower())
+    return {"gb/sec": 1.0, "mb/sec": MIB_PER_S_TO_GBPS, "mib/sec": MIB_PER_S_TO_GBPS}.get(unit.strip().lower())
 
 
 @parser
@@ -179,6 +183,7 @@ def parse(text: str, command: str | None = None) -> Perftest:
     kind, columns, unit = _default_columns(command)
     seen_warnings: set[str] = set()
     in_table = False
+    per_side = False
     for line in lines:
         if (m := ADDRESS.match(line)):
             result.addresses.append(_address(m["side"], m["rest"]))
@@ -196,6 +201,9 @@ def parse(text: str, command: str | None = None) -> Perftest:
             continue
         if BANNER.match(line):
             result.waiting = True
+            continue
+        if re.fullmatch(r"(?:Local|Remote) results:", line):
+            per_side = True  # --report-both: each side's share of the bidirectional rows above, not another measurement
             continue
         if FAILURE.match(line):
             result.errors.append(line)
@@ -218,7 +226,7 @@ def parse(text: str, command: str | None = None) -> Perftest:
         if kind is None or not tokens or not all(NUMBER.match(t) for t in tokens) or not tokens[0].isdigit():
             continue
         row = dict(zip(columns, (float(t) for t in tokens)))
-        if "#bytes" not in row:
+        if "#bytes" not in row or per_side:
             continue
         result.complete = False  # a row after a dashes line: the table goes on
         iterations = int(row["#iterations"]) if "#iterations" in row else None

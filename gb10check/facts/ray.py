@@ -5,9 +5,10 @@ Three outputs, each read as the tool prints it:
   (`ray.__version__=2.60.0`), or the errors of an image without Ray: bash's `ray: command not found` (the playbook's
   dgx-spark-playbooks issues 75 and 109) and Python's `ModuleNotFoundError: No module named 'ray'`;
 - `ray status` (Ray 2.x's autoscaler summary: "======== Autoscaler status: TIME ========", "Node status", "Active:"
-  with one " 1 node_<id>" line per node on a cluster made with `ray start`, or "Healthy:" in older Ray, "Pending:",
-  "Recent failures:", "Resources", "Total Usage:" (older: "Usage:") with " 0.0/2.0 GPU" lines, "Pending Demands:"
-  (older: "Demands:"), and with -v a "Node: ..." block per node), or "No cluster status." while Ray starts. It names
+  with one " 1 node_<id>" line per node on a cluster made with `ray start`, or "Healthy:" in older Ray, autoscaler v2's
+  "Idle:" (alive nodes that run nothing, counted in `nodes` too), "Pending:", "Recent failures:", "Resources",
+  "Total Usage:" (older: "Usage:") with " 0.0/2.0 GPU" lines (memory "0B/10.00GiB"; Ray 1.x-2.2 "0.00/10.000 GiB
+  memory"), "Pending Demands:" (older: "Demands:"), and with -v a "Node: ..." block per node), or "No cluster status." while Ray starts. It names
   no addresses on such a cluster (its nodes are keyed by id), hence the node list below;
 - the node list: `ray.nodes()` printed as JSON (NodeID, Alive, NodeManagerAddress, NodeManagerHostname, Resources,
   what gather.RAY_NODES prints; it needs no dashboard), or `ray list nodes --format json` (node_id, node_ip,
@@ -47,9 +48,13 @@ def parse_version(text: str) -> RayVersion:
     return RayVersion(cli[1] if cli else None, module[1] if module else None, errors)
 
 
-HEADER = re.compile(r"^=+ Autoscaler status: (?P<time>.+?) =+$", re.M)
-USAGE = re.compile(r"^(?P<used>[\d.]+[KMGTP]?i?B?)/(?P<total>[\d.]+[KMGTP]?i?B?) (?P<resource>\S+)")
+# Ray 1.x prints "Cluster status" (no node types: " 2 node(s) with resources: {...}" lines under "Node status").
+HEADER = re.compile(r"^=+ (?:Autoscaler|Cluster) status: (?P<time>.+?) =+$", re.M)
+# "0.0/2.0 GPU", "0B/169.24GiB memory" (Ray 2.3+), "0.00/2486.849 GiB memory" (Ray 1.x-2.2: one unit after both numbers).
+USAGE = re.compile(r"^(?P<used>[\d.]+(?:[KMGTP]?i?B)?)(?: (?P<used_unit>[KMGTP]i?B))?/(?P<total>[\d.]+(?:[KMGTP]?i?B)?)"
+                   r"(?: (?P<unit>[KMGTP]i?B))? (?P<resource>\S+)")
 NODE_COUNT = re.compile(r"^(?P<count>\d+) (?P<type>\S+)(?: \(.*\))?$")
+NO_TYPES_NODES = re.compile(r"^(?P<count>\d+) node\(s\) with resources: (?P<type>.+)$")
 SECTIONS = {"Active:": "active", "Healthy:": "active", "Idle:": "idle", "Pending:": "pending", "Recent failures:": "failures",
             "Total Usage:": "usage", "Usage:": "usage", "From request_resources:": "requests", "Pending Demands:": "demands",
             "Demands:": "demands", "Total Demands:": "demands", "Total Constraints:": "requests"}
@@ -60,6 +65,7 @@ NO_STATUS = "No cluster status."
 class RayStatus:
     time: str | None = None
     active: dict[str, int] = field(default_factory=dict)  # node type -> count ("node_<id>": 1 on a `ray start` cluster)
+    idle: dict[str, int] = field(default_factory=dict)  # autoscaler v2's "Idle:" nodes: alive, running nothing
     pending: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     usage: dict[str, tuple[str, str]] = field(default_factory=dict)  # resource -> (used, total) as printed
@@ -68,7 +74,8 @@ class RayStatus:
 
     @property
     def nodes(self) -> int:
-        return sum(self.active.values())
+        """Alive nodes: "Active:" (older: "Healthy:") and, with autoscaler v2, "Idle:" ones (alive, running nothing)."""
+        return sum(self.active.values()) + sum(self.idle.values())
 
     def total(self, resource: str) -> float | None:
         got = self.usage.get(resource)
@@ -105,10 +112,14 @@ def parse_status(text: str) -> RayStatus:
             continue
         if not line.startswith(" ") or stripped.startswith("("):  # "(no pending nodes)", "(no resource demands)" ...
             continue
-        if section == "active" and (m := NODE_COUNT.match(stripped)):
+        if section in (None, "active") and (m := NO_TYPES_NODES.match(stripped)):
             status.active[m["type"]] = status.active.get(m["type"], 0) + int(m["count"])
+        elif section in ("active", "idle") and (m := NODE_COUNT.match(stripped)):
+            nodes = getattr(status, section)
+            nodes[m["type"]] = nodes.get(m["type"], 0) + int(m["count"])
         elif section == "usage" and (m := USAGE.match(stripped)):
-            status.usage[m["resource"]] = (m["used"], m["total"])
+            unit = m["unit"] or ""  # the unit printed once after both numbers applies to both
+            status.usage[m["resource"]] = (m["used"] + (m["used_unit"] or unit), m["total"] + unit)
         elif section in ("pending", "failures", "demands"):
             getattr(status, section).append(stripped)
     return status

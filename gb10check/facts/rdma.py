@@ -291,7 +291,8 @@ def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[
 # ---- ibv_devinfo -------------------------------------------------------------
 # hca_id:<tab>DEV, HCA keys at one tab, "port:<tab>N" at two, port keys at three; tabs may be expanded to
 # spaces. -v adds capability keys, flag lines without a colon, and per port active_width, active_speed,
-# phys_state and "GID[  N]:<tab>GID[, RoCE v2]" lines.
+# (newer) effective_speed, phys_state and "GID[  N]:<tab>GID[, RoCE v2]" lines; RoCE v2 GIDs are printed compressed
+# by inet_ntop ("::ffff:10.0.0.1, RoCE v2"), the others as eight 4-digit groups.
 
 
 @dataclass
@@ -305,7 +306,7 @@ class HcaPort:
     phys_state: str | None = None  # -v: LINK_UP, DISABLED, POLLING ...
     active_width: str | None = None  # -v: 4X
     active_speed: str | None = None  # -v, as printed: "25.0 Gbps (32)"
-    rate_gbps: float | None = None  # -v: lanes x lane speed
+    rate_gbps: float | None = None  # -v: lanes x lane speed (else rdma-core 61+'s "effective_speed: 200.0 Gbps")
     port_lid: int | None = None
     sm_lid: int | None = None
     gids: list[Gid] = field(default_factory=list)  # -v
@@ -337,13 +338,22 @@ def _hca_port(hca: Hca, port: dict[str, str], gids: list[tuple[int, str]]) -> Hc
     typed = []
     for index, raw in gids:
         gid, _, kind = raw.partition(",")
-        if re.fullmatch(_GID, gid.strip()):
-            typed.append(Gid(hca.rdma_device, int(port["port"]), index, gid.strip().lower(), gid_type(kind), gid_ipv4(gid.strip()), None))
+        gid = gid.strip()
+        if not re.fullmatch(_GID, gid):
+            # rdma-core prints RoCE v2 GIDs with inet_ntop ("::ffff:192.168.100.10", "fe80::1a2b:3cff:fe4d:5e6f");
+            # written out in full here, as sysfs and show_gids print them
+            try:
+                gid = ipaddress.IPv6Address(gid).exploded
+            except ValueError:
+                continue
+        typed.append(Gid(hca.rdma_device, int(port["port"]), index, gid.lower(), gid_type(kind), gid_ipv4(gid), None))
     return HcaPort(
         port=int(port["port"]), port_state=state, active_mtu=_mtu(port.get("active_mtu")), max_mtu=_mtu(port.get("max_mtu")),
         link_layer=port.get("link_layer") or None, state=up_down(state), phys_state=_word(port.get("phys_state")),
         active_width=f"{width[1]}X" if width else None, active_speed=port.get("active_speed") or None,
-        rate_gbps=round(int(width[1]) * float(speed[1]), 3) if width and speed else None,
+        rate_gbps=(round(int(width[1]) * float(speed[1]), 3) if width and speed
+                   else float(effective[1]) if (effective := re.match(r"(\d+(?:\.\d+)?)\s*Gbps", port.get("effective_speed", "")))
+                   else None),
         port_lid=_int(port.get("port_lid")), sm_lid=_int(port.get("sm_lid")), gids=typed,
     )
 

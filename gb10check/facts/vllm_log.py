@@ -3,7 +3,7 @@
 What varies across releases and captures, and is read here:
   - the stamp: `INFO 10-27 16:21:47 llm_engine.py:174]` (0.4-0.6), `INFO 06-08 04:36:12 [api_server.py:123]`
     (0.7+), uvicorn's `INFO:     Application startup complete.`, flashinfer's `2026-06-07 19:51:28,616 - INFO - `;
-  - process prefixes: `(APIServer pid=1)`, `(EngineCore_DP0 pid=947639)`, `(VllmWorker TP1 pid=7)`,
+  - process prefixes: `(APIServer pid=1)`, `(EngineCore_DP0 pid=947639)`, `(VllmWorker TP1 pid=7)`, `(VllmWorker rank=1 pid=7)`,
     `(Worker_TP0 pid=9)`, Ray's `(RayWorkerWrapper pid=5, ip=10.0.0.2)` and `[repeated 3x across cluster]`;
     launcher prefixes: `docker compose logs` (`vllm-1  | `), `docker logs -t` (RFC 3339 stamp), `kubectl logs --prefix`;
   - lines hard-wrapped at a fixed column by a terminal or a paste: a wrapped continuation is joined back to
@@ -22,11 +22,12 @@ from datetime import datetime
 from ._text import ParseError, parser, strip_ansi
 
 # Process prefixes vLLM (and Ray) put before every line. Only parenthesised text with a pid counts.
-PREFIX = re.compile(r"^\((?P<proc>[\w.:/-]+(?: [\w.:/-]+)*?)?\s*pid=(?P<pid>\d+)(?:,\s*ip=[\w.:-]+)?\)\s?")
+# `(VllmWorker rank=1 pid=7)` (0.8-0.9's multiproc workers) carries a key=value word before the pid.
+PREFIX = re.compile(r"^\((?P<proc>[\w.:/=-]+(?: [\w.:/=-]+)*?)?\s*pid=(?P<pid>\d+)(?:,\s*ip=[\w.:-]+)?\)\s?")
 RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 # Launcher prefixes, stripped only when most lines carry one.
 COMPOSE_LOGS = re.compile(r"^(?P<svc>[A-Za-z0-9][\w.-]*)\s*\| ?")
-DOCKER_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
+DOCKER_TS = re.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)\]? ")  # also CI's "[...Z] "
 KUBECTL = re.compile(r"^\[pod/[^\]\s]+\] ")
 
 LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
@@ -73,7 +74,8 @@ ERRORS = [
     ("ibv_retry_exceeded", re.compile(r"IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded"), "the peer's NCCL went away or the RoCE link dropped"),
     ("collective_timeout", re.compile(r"Watchdog caught collective operation timeout"),
      "a NCCL collective timed out: another rank died or hung, or the link between the nodes dropped; read the other ranks' logs"),
-    ("nccl_error", re.compile(r"NCCL error[: ].*(?:unhandled system error|internal error|remote process exited|invalid usage)|ncclSystemError|ncclInternalError|ncclRemoteError"),
+    ("nccl_error", re.compile(r"NCCL error[: ].*(?:unhandled system error|unhandled cuda error|internal error|remote process exited|"
+                              r"invalid usage)|ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|ncclInvalidUsage"),
      "NCCL failed between the ranks: check NCCL_SOCKET_IFNAME / NCCL_IB_HCA, the RoCE link and the firewall; rerun with NCCL_DEBUG=INFO"),
     ("gloo_timeout", re.compile(r"[Gg]loo.*(?:[Tt]imed out|timeout|Connection refused)|Timed out.*[Gg]loo|connectFullMesh failed"),
      "Gloo rendezvous failed: check ufw, GLOO_SOCKET_IFNAME and IPv4-only settings"),
@@ -83,6 +85,9 @@ ERRORS = [
      "a worker did not answer the engine in time: a rank is hung or dead; read every rank's log"),
     ("nv_err_no_memory", re.compile(r"NV_ERR_NO_MEMORY"),
      "the driver could not allocate memory: unified memory is exhausted; lower --gpu-memory-utilization, drop the page cache"),
+    ("free_memory_below_utilization", re.compile(r"Free memory on device.*?is less than desired GPU memory utilization"),
+     "less memory was free at start than --gpu-memory-utilization asks for (on the GB10 the OS, the page cache and other "
+     "processes share it): lower --gpu-memory-utilization, or stop what holds memory and drop the page cache"),
     ("cuda_oom", re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"),
      "lower --max-model-len or --gpu-memory-utilization"),
     ("insufficient_kv", re.compile(r"larger than the available KV cache|No available memory for the cache blocks|"
