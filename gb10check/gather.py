@@ -59,7 +59,8 @@ BIOS_VERSION = "cat /sys/class/dmi/id/bios_version"
 BIOS_DATE = "cat /sys/class/dmi/id/bios_date"
 # dpkg's Status says `hold ok installed` for a held package: what `apt-mark showhold` lists, without its second of apt cache.
 DRIVER_PACKAGES = "dpkg-query -W -f='${Package} ${Status}\\n' 'nvidia-driver-*' 'libnvidia-compute-*'"
-UNATTENDED_UPGRADES = "cat /etc/apt/apt.conf.d/50unattended-upgrades"
+# What apt makes of every file in apt.conf.d (a blacklist in a drop-in counts as one in 50unattended-upgrades does).
+UNATTENDED_UPGRADES = "apt-config dump Unattended-Upgrade 2>/dev/null || cat /etc/apt/apt.conf.d/50unattended-upgrades"
 REBOOT_REQUIRED = ("if [ -e /var/run/reboot-required ]; then echo present; cat /var/run/reboot-required.pkgs 2>/dev/null; "
                    "else echo absent; fi")
 # The kernel log since boot, kept to the lines the checks judge (and a note naming its source): journalctl, else dmesg.

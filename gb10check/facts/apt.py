@@ -2,8 +2,9 @@
 
 dpkg's Status is three words, `want ok state`: `install ok installed`, `hold ok installed` (apt-mark hold),
 `deinstall ok config-files`, `unknown ok not-installed` (a name dpkg knows but never installed). The
-configuration (`/etc/apt/apt.conf.d/50unattended-upgrades`) is apt's syntax: `//` comments, `Name { "a"; "b"; };`
-lists; `Unattended-Upgrade::Package-Blacklist` holds regular expressions (matched from the package name's start).
+configuration is apt's syntax, as `apt-config dump Unattended-Upgrade` prints it merged from every file of
+/etc/apt/apt.conf.d (`Name:: "a";` per list entry) or as 50unattended-upgrades is written (`//` comments, `Name { "a"; "b"; };`
+lists); `Unattended-Upgrade::Package-Blacklist` holds regular expressions (matched from the package name's start).
 """
 
 import re
@@ -66,8 +67,10 @@ def _list(body: str, name: str) -> list[str] | None:
 def parse_unattended_upgrades(text: str) -> UnattendedUpgrades:
     body = _strip_comments(text)
     blacklist = _list(body, "Unattended-Upgrade::Package-Blacklist")
-    origins = [*(_list(body, "Unattended-Upgrade::Allowed-Origins") or []), *(_list(body, "Unattended-Upgrade::Origins-Pattern") or [])]
-    # A single-line form `Unattended-Upgrade::Package-Blacklist:: "nvidia-";` appends one entry.
+    # A single-line form `Unattended-Upgrade::Package-Blacklist:: "nvidia-";` appends one entry; `apt-config dump` prints
+    # every list that way, merged from every file of apt.conf.d.
+    origins = [*(_list(body, "Unattended-Upgrade::Allowed-Origins") or []), *(_list(body, "Unattended-Upgrade::Origins-Pattern") or []),
+               *re.findall(r'Unattended-Upgrade::(?:Allowed-Origins|Origins-Pattern)::\s*"([^"]*)"\s*;', body)]
     extra = re.findall(r'Unattended-Upgrade::Package-Blacklist::\s*"([^"]*)"\s*;', body)
     if blacklist is None and not extra and not origins and "Unattended-Upgrade::" not in body:
         raise ParseError("unattended_upgrades", "apt configuration with Unattended-Upgrade:: settings "

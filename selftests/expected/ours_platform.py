@@ -42,6 +42,11 @@ EXPECTED = {
             "4.want": "unknown",
             "4.state": "not-installed",
         }),
+    "ours/apt/host-apt-config-dump-unattended-upgrade.txt": (
+        "unattended_upgrades", {
+            "blacklist": ["nvidia-", "libnvidia-compute-580$", "nvidia-driver-580-open$"],
+            "origins": ["${distro_id}:${distro_codename}"],
+        }),
     "ours/df/host-df-B1-output-target-avail.txt": (
         "df", {"#": 2, "0.target": "/", "0.avail_bytes": 80579964928, "0.path": None, "1.target": "/"}),
     "ours/df/host-df-B1-missing-path.txt": (
