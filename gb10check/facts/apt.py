@@ -103,9 +103,10 @@ def _settings(body: str) -> list[tuple[str, str]]:
 
 @parser
 def parse_unattended_upgrades(text: str) -> UnattendedUpgrades:
-    settings = _settings(_strip_comments(text))
+    body = _strip_comments(text)
+    settings = _settings(body)
     if not any(name.startswith("unattended-upgrade") for name, _ in settings) \
-            and not re.search(r"Unattended-Upgrade::", text, re.I):
+            and not re.search(r"^\s*Unattended-Upgrade\b", body, re.I | re.M):
         raise ParseError("unattended_upgrades", "apt configuration with Unattended-Upgrade:: settings "
                          "(/etc/apt/apt.conf.d/50unattended-upgrades)", text)
     # `apt-config dump` prints a list's own name with "" before its entries: that is not an entry.
