@@ -209,3 +209,53 @@ def test_df_without_si_on_the_command_line_keeps_powers_of_1024():
 def test_dd_bsd_and_translated_summaries(text, nbytes, seconds):
     run = parse("dd", text)
     assert (run.bytes, run.seconds) == (nbytes, seconds)
+
+
+# ---- /proc/meminfo ----------------------------------------------------------------------------------------------------
+
+
+def test_meminfo_of_the_only_numa_node():
+    text = ("$ cat /sys/devices/system/node/node0/meminfo\nNode 0 MemTotal:       127600816 kB\n"
+            "Node 0 MemFree:         3139656 kB\nNode 0 MemUsed:        124461160 kB\nNode 0 Active(file):    1048576 kB\n"
+            "Node 0 HugePages_Total:     0\n")
+    facts = parse("meminfo", text)
+    assert (facts["mem_total_gib"], facts["mem_free_gib"], facts["active_file_gib"], facts["huge_pages_total"]) == (
+        121.69, 2.994, 1.0, 0)
+    assert facts["mem_available_gib"] is None
+
+
+def test_meminfo_of_several_numa_nodes_is_a_parse_error():
+    text = "Node 0 MemTotal:  65536000 kB\nNode 0 MemFree:  1000 kB\nNode 1 MemTotal:  65536000 kB\nNode 1 MemFree:  2000 kB\n"
+    with pytest.raises(ParseError, match="^meminfo: expected one /proc/meminfo"):
+        parse("meminfo", text)
+
+
+# ---- docker ps / compose ps -------------------------------------------------------------------------------------------
+
+
+def test_docker_ps_table_format_starting_with_names():
+    text = ("$ docker ps -a --format 'table {{.Names}}\\t{{.Status}}\\t{{.Ports}}'\n"
+            "NAMES        STATUS                        PORTS\n"
+            "gb10-vllm    Up 12 minutes (healthy)       0.0.0.0:8000->8000/tcp, [::]:8000->8000/tcp\n"
+            "gb10-proxy   Exited (137) 3 minutes ago\n")
+    rows = parse("compose_ps", text)
+    assert [(r.name, r.state, r.health, r.exit_code, [p.host_port for p in r.published]) for r in rows] == [
+        ("gb10-vllm", "running", "healthy", None, ["8000", "8000"]), ("gb10-proxy", "exited", None, 137, [])]
+
+
+# ---- the front end: prompts --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prompt", [
+    "➜  ~ ", "➜  vllm git:(main) ✗ ", "bash-5.2$ ", "sh-5.1# ", "~$ ", "~/vllm $ ", "lab@spark ~> ",
+    "lab@spark-5c2d:~/vllm (main)$ ", "PS C:\\Users\\lab> ",
+])
+def test_prompt_forms_give_the_command_line(prompt):
+    text = (f"{prompt}nvidia-smi --query-gpu=name,memory.total --format=csv,noheader\n"
+            "NVIDIA GB10, [N/A]\n")
+    assert parse("nvidia_smi_query", text) == [{"name": "NVIDIA GB10", "memory_total_gib": None}]
+
+
+def test_bare_root_prompt_before_df_gives_its_flags():
+    text = "# df -H /\nFilesystem      Size  Used Avail Use% Mounted on\n/dev/nvme0n1p2  4.0T  1.3T  2.5T  35% /\n"
+    assert parse("df", text)[0].avail_bytes == 2_500_000_000_000

@@ -29,15 +29,20 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|
 # Commands people paste after a bare '#' prompt (a root shell). A bare '#' is otherwise a comment
 # line of the output itself (nccl-tests prints dozens), so it counts as a prompt only before these.
 TOOLS = (r"sudo|ibdev2netdev|ib_\w+|nvidia-smi|cat|free|ethtool|ip|ufw|docker|curl|show_gids|rdma|ibstat|ibv_devinfo"
-         r"|numactl|mpirun|srun|pdsh|grep|journalctl|dmesg|vllm|kubectl|\./\S+|NCCL_\w+=\S*|[A-Z_]+=\S+")
+         r"|numactl|mpirun|srun|pdsh|grep|journalctl|dmesg|vllm|kubectl|df|dd|lspci|nmcli|apt-config|apt-mark|dpkg-query|dpkg"
+         r"|\./\S+|NCCL_\w+=\S*|[A-Z_]+=\S+")
 _VENV = r"(?:\([\w.@ -]+\)\s*)?"
 _USER_HOST = r"[\w.-]*@[\w.-]+"  # the user may be redacted: "@host:~$"
 PROMPT = re.compile(
     r"^\s*" + _VENV + r"(?:"
-    + _USER_HOST + r"(?::[^\s$#%>]*)?\s*[$#%>]"       # user@host:~$  root@node-0:/#
+    + _USER_HOST + r"(?::[^\s$#%>]*)?(?:\s+\([\w./-]+\))?\s*[$#%>]"  # user@host:~$  root@node-0:/#  u@h:~/x (main)$
     + r"|\[" + _USER_HOST + r"[^\]]*\]\s*[$#]"         # [user@host dir]$
-    + r"|" + _USER_HOST + r"\s+\S+\s*[$#%]"            # User@MacBookAir ~ %
+    + r"|" + _USER_HOST + r"\s+\S+\s*[$#%>]"           # User@MacBookAir ~ %   user@host ~> (fish)
     + r"|[\w.-]+:[~/][^\s$#]*\s*[$#]"                  # host:~/dir$ (no user, or cut by the author)
+    + r"|~[\w./-]*\s*[$#]"                            # ~$  ~/vllm $ (user and host cut by the author)
+    + r"|(?:ba|z|k|da)?sh-\d+(?:\.\d+)*[$#]"            # bash-5.2$  sh-5.1# (a shell without a profile: containers)
+    + r"|➜\s+\S+(?:\s+git:\([^)]*\))?(?:\s+✗)?"        # oh-my-zsh: ➜  vllm git:(main) ✗
+    + r"|PS [A-Za-z]:\\[^>]*>"                           # PowerShell: PS C:\Users\lab>
     + r"|└─+[$#]"                                      # zsh two-line prompt, second line
     + r"|[$%❯]"                                        # bare $ % ❯
     + r"|#(?=\s+(?:" + TOOLS + r")\b)"                 # bare # before a known command
