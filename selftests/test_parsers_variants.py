@@ -259,3 +259,26 @@ def test_prompt_forms_give_the_command_line(prompt):
 def test_bare_root_prompt_before_df_gives_its_flags():
     text = "# df -H /\nFilesystem      Size  Used Avail Use% Mounted on\n/dev/nvme0n1p2  4.0T  1.3T  2.5T  35% /\n"
     assert parse("df", text)[0].avail_bytes == 2_500_000_000_000
+
+
+def test_markdown_code_fences_around_a_paste_are_not_rows():
+    text = ("```console\nlab@spark-1:~$ docker compose ps\n"
+            "NAME        IMAGE                 COMMAND                  SERVICE   CREATED          STATUS                    PORTS\n"
+            "gb10-vllm   example/vllm:latest   \"vllm serve /models…\"   vllm      14 minutes ago   Up 13 minutes (healthy)\n"
+            "```\n")
+    assert [(r.name, r.health) for r in parse("compose_ps", text)] == [("gb10-vllm", "healthy")]
+
+
+def test_dmesg_T_in_another_locale():
+    entries = parse("kernel_log", "[Di Dez  1 09:00:00 2026] NVRM: Xid 79\n[mar. déc.  1 09:00:01 2026] NVRM: Xid 31\n").entries
+    assert [(e.stamp, e.text) for e in entries] == [("Di Dez  1 09:00:00 2026", "NVRM: Xid 79"),
+                                                    ("mar. déc.  1 09:00:01 2026", "NVRM: Xid 31")]
+
+
+def test_query_compute_apps_used_memory_alias_matches_the_printed_header():
+    header = "$ nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv\n" \
+             "pid, process_name, used_gpu_memory [MiB]\n4242, VLLM::EngineCore, 81234 MiB\n"
+    noheader = "$ nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader\n" \
+               "4242, VLLM::EngineCore, 81234 MiB\n"
+    expected = [{"pid": 4242, "process_name": "VLLM::EngineCore", "used_gpu_memory_gib": round(81234 / 1024, 3)}]
+    assert parse("nvidia_smi_query", header) == parse("nvidia_smi_query", noheader) == expected

@@ -2,7 +2,7 @@
 
 Real outputs reach us wrapped in noise: ANSI colour, a shell prompt with the command line (with a
 virtualenv or conda prefix, or a two-line zsh prompt), `srun -l` / `mpirun --tag-output` / `pdsh`
-labels before every line, a markdown quote (`> `), CR line ends, trailing spaces. `clean()` takes
+labels before every line, a markdown quote (`> `) or code fence (```), CR line ends, trailing spaces. `clean()` takes
 all of it off once, for every parser, and keeps the command lines apart: they say which interface
 a section belongs to, or which unit `free -h` printed in. Every parser is wrapped by `@parser`, so
 `perftest.parse(text)` and `gb10check parse perftest FILE` read the same facts.
@@ -49,6 +49,7 @@ PROMPT = re.compile(
     + r")(?:\s+(?P<command>\S.*?))?\s*$"
 )
 PROMPT_DECORATION = re.compile(r"^\s*┌──.*$")  # zsh two-line prompt, first line: ┌──(kali㉿kali)-[~]
+FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")  # a markdown code fence around a pasted output: ```, ```console
 SRUN_LABEL = re.compile(r"^\s*(\d+):(?: |$)")  # srun -l: "0: ", ranks from 0 (a PCI domain "0000:01:00.0" has no space)
 MPIRUN_LABEL = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?")
 PDSH_LABEL = re.compile(r"^(?P<host>[a-z0-9][a-z0-9.-]*[0-9-][a-z0-9.-]*): ")
@@ -116,7 +117,7 @@ def clean(text: str) -> Cleaned:
         lines[first] = "$ " + lines[first].strip()
     sections: list[tuple[str | None, list[str]]] = [(None, [])]
     for line in lines:
-        if PROMPT_DECORATION.match(line):
+        if PROMPT_DECORATION.match(line) or FENCE.match(line):
             continue
         command = prompt_command(line)
         if command is not None:

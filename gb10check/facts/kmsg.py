@@ -22,8 +22,8 @@ FORMS = (
     re.compile(r"\w+\s*:\s*\w+\s*:\s*" + _MONO + r"\s?(?P<text>.*)$"),
     # dmesg: "[  781.456651] text"; dmesg -r: "<6>[  781.456651] text"
     re.compile(r"(?:<\d+>)?" + _MONO + r"\s?(?P<text>.*)$"),
-    # dmesg -T: "[Mon Nov 30 21:14:51 2026] text"
-    re.compile(r"(?:<\d+>)?\[(?P<stamp>\w{3} " + _MONTH + r"\s+\d+ \d\d:\d\d:\d\d \d{4})\]\s?(?P<text>.*)$"),
+    # dmesg -T: "[Mon Nov 30 21:14:51 2026] text"; day and month in the locale's words: "[Di Dez  1 09:00:00 2026]"
+    re.compile(r"(?:<\d+>)?\[(?P<stamp>[^\W\d_]{2,}\.? [^\W\d_]{3,}\.?\s+\d+ \d\d:\d\d:\d\d \d{4})\]\s?(?P<text>.*)$"),
     # journalctl (short / short-precise, /var/log/kern.log): "Nov 30 21:14:51[.123456] host kernel: text"
     re.compile(r"(?P<stamp>" + _MONTH + r"\s+\d+ \d\d:\d\d:\d\d(?:\.\d+)?)\s+(?P<host>\S+)\s+kernel:\s?(?P<text>.*)$"),
     # journalctl -o short-full: "Mon 2026-11-30 21:14:51 UTC host kernel: text"

@@ -239,7 +239,8 @@ ALIASES = {"gpu_name": "name", "gpu_bus_id": "pci.bus_id", "gpu_uuid": "uuid", "
            "clocks.video": "clocks.current.video", "clocks.max.gr": "clocks.max.graphics", "clocks.max.mem": "clocks.max.memory",
            "clocks.applications.gr": "clocks.applications.graphics", "clocks.applications.mem": "clocks.applications.memory",
            "clocks.default_applications.gr": "clocks.default_applications.graphics",
-           "clocks.default_applications.mem": "clocks.default_applications.memory"}
+           "clocks.default_applications.mem": "clocks.default_applications.memory",
+           "used_memory": "used_gpu_memory"}  # --query-compute-apps: the header says used_gpu_memory [MiB]
 # Units of numeric fields, for noheader/nounits output where neither header nor value says it.
 FIELD_UNITS = [(re.compile(r"^memory\.(total|used|free|reserved)$|^used_memory$|^used_gpu_memory$"), "MiB"),
                (re.compile(r"^(enforced\.)?power\.(draw|limit|default_limit|min_limit|max_limit|draw\.\w+)$|^enforced\.power\.limit$"), "W"),
