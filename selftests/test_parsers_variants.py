@@ -282,3 +282,9 @@ def test_query_compute_apps_used_memory_alias_matches_the_printed_header():
                "4242, VLLM::EngineCore, 81234 MiB\n"
     expected = [{"pid": 4242, "process_name": "VLLM::EngineCore", "used_gpu_memory_gib": round(81234 / 1024, 3)}]
     assert parse("nvidia_smi_query", header) == parse("nvidia_smi_query", noheader) == expected
+
+
+def test_dmesg_human_relative_times():
+    entries = parse("kernel_log", "[Nov30 21:14] mlx5_core 0000:01:00.0: Link down\n[  +0.000123] NVRM: Xid 79\n").entries
+    assert [(e.stamp, e.since_boot_s, e.text) for e in entries] == [
+        ("Nov30 21:14", None, "mlx5_core 0000:01:00.0: Link down"), ("+0.000123", None, "NVRM: Xid 79")]

@@ -1,5 +1,5 @@
 """The kernel log: `journalctl -k` (short, short-monotonic, short-iso, short-precise, short-full, short-unix), `dmesg`
-(plain, -T, -x, -r, -d, --time-format iso), /var/log/kern.log lines and /dev/kmsg records, one entry per line with its
+(plain, -T, -x, -r, -d, -H, --time-format iso), /var/log/kern.log lines and /dev/kmsg records, one entry per line with its
 timestamp as printed and, where the form has one, seconds since boot. A CONFIG_PRINTK_CALLER kernel's caller id
 (`[   T3919]`, `[    C2]`) is not part of the message.
 
@@ -34,6 +34,9 @@ FORMS = (
     re.compile(r"(?P<stamp>\d{9,}\.\d+)\s+(?P<host>\S+)\s+kernel:\s?(?P<text>.*)$"),
     # dmesg --time-format iso: "2026-11-30T21:14:51,123456+00:00 text"
     re.compile(r"(?P<stamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:\d\d)\s(?P<text>.*)$"),
+    # dmesg -H / --time-format reltime: "[Nov30 21:14] text" for a new minute, "[  +0.000123] text" after it
+    re.compile(r"\[(?P<stamp>[^\W\d_]{3}\d{1,2} \d\d:\d\d)\]\s?(?P<text>.*)$"),
+    re.compile(r"\[\s*(?P<stamp>\+\d+\.\d+)\]\s?(?P<text>.*)$"),
     # /dev/kmsg: "6,1234,781456651,-;text" (microseconds since boot; `,caller=T123` may follow the flag)
     re.compile(r"(?P<prio>\d+),(?P<seq>\d+),(?P<usec>\d+),[^;]*;(?P<text>.*)$"),
 )
