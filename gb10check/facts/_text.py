@@ -2,7 +2,7 @@
 
 Real outputs reach us wrapped in noise: ANSI colour, a shell prompt with the command line (with a
 virtualenv or conda prefix, or a two-line zsh prompt), `srun -l` / `mpirun --tag-output` / `pdsh`
-labels before every line, a markdown quote (`> `), CR line ends, trailing spaces. `clean()` takes
+labels before every line, a markdown quote (`> `) or code fence (```), CR line ends, trailing spaces. `clean()` takes
 all of it off once, for every parser, and keeps the command lines apart: they say which interface
 a section belongs to, or which unit `free -h` printed in. Every parser is wrapped by `@parser`, so
 `perftest.parse(text)` and `gb10check parse perftest FILE` read the same facts.
@@ -29,21 +29,27 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|
 # Commands people paste after a bare '#' prompt (a root shell). A bare '#' is otherwise a comment
 # line of the output itself (nccl-tests prints dozens), so it counts as a prompt only before these.
 TOOLS = (r"sudo|ibdev2netdev|ib_\w+|nvidia-smi|cat|free|ethtool|ip|ufw|docker|curl|show_gids|rdma|ibstat|ibv_devinfo"
-         r"|numactl|mpirun|srun|pdsh|grep|journalctl|dmesg|vllm|kubectl|\./\S+|NCCL_\w+=\S*|[A-Z_]+=\S+")
+         r"|numactl|mpirun|srun|pdsh|grep|journalctl|dmesg|vllm|kubectl|df|dd|lspci|nmcli|apt-config|apt-mark|dpkg-query|dpkg"
+         r"|\./\S+|NCCL_\w+=\S*|[A-Z_]+=\S+")
 _VENV = r"(?:\([\w.@ -]+\)\s*)?"
 _USER_HOST = r"[\w.-]*@[\w.-]+"  # the user may be redacted: "@host:~$"
 PROMPT = re.compile(
     r"^\s*" + _VENV + r"(?:"
-    + _USER_HOST + r"(?::[^\s$#%>]*)?\s*[$#%>]"       # user@host:~$  root@node-0:/#
+    + _USER_HOST + r"(?::[^\s$#%>]*)?(?:\s+\([\w./-]+\))?\s*[$#%>]"  # user@host:~$  root@node-0:/#  u@h:~/x (main)$
     + r"|\[" + _USER_HOST + r"[^\]]*\]\s*[$#]"         # [user@host dir]$
-    + r"|" + _USER_HOST + r"\s+\S+\s*[$#%]"            # User@MacBookAir ~ %
+    + r"|" + _USER_HOST + r"\s+\S+\s*[$#%>]"           # User@MacBookAir ~ %   user@host ~> (fish)
     + r"|[\w.-]+:[~/][^\s$#]*\s*[$#]"                  # host:~/dir$ (no user, or cut by the author)
+    + r"|~[\w./-]*\s*[$#]"                            # ~$  ~/vllm $ (user and host cut by the author)
+    + r"|(?:ba|z|k|da)?sh-\d+(?:\.\d+)*[$#]"            # bash-5.2$  sh-5.1# (a shell without a profile: containers)
+    + r"|➜\s+\S+(?:\s+git:\([^)]*\))?(?:\s+✗)?"        # oh-my-zsh: ➜  vllm git:(main) ✗
+    + r"|PS [A-Za-z]:\\[^>]*>"                           # PowerShell: PS C:\Users\lab>
     + r"|└─+[$#]"                                      # zsh two-line prompt, second line
     + r"|[$%❯]"                                        # bare $ % ❯
     + r"|#(?=\s+(?:" + TOOLS + r")\b)"                 # bare # before a known command
     + r")(?:\s+(?P<command>\S.*?))?\s*$"
 )
 PROMPT_DECORATION = re.compile(r"^\s*┌──.*$")  # zsh two-line prompt, first line: ┌──(kali㉿kali)-[~]
+FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")  # a markdown code fence around a pasted output: ```, ```console
 SRUN_LABEL = re.compile(r"^\s*(\d+):(?: |$)")  # srun -l: "0: ", ranks from 0 (a PCI domain "0000:01:00.0" has no space)
 MPIRUN_LABEL = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?")
 PDSH_LABEL = re.compile(r"^(?P<host>[a-z0-9][a-z0-9.-]*[0-9-][a-z0-9.-]*): ")
@@ -111,7 +117,7 @@ def clean(text: str) -> Cleaned:
         lines[first] = "$ " + lines[first].strip()
     sections: list[tuple[str | None, list[str]]] = [(None, [])]
     for line in lines:
-        if PROMPT_DECORATION.match(line):
+        if PROMPT_DECORATION.match(line) or FENCE.match(line):
             continue
         command = prompt_command(line)
         if command is not None:

@@ -1,8 +1,9 @@
 """df: free space per filesystem. `df [-h|-B1] [--output=...] [PATH...]`: the header names the columns (`Mounted on`
 is one column; `Avail` / `Available`), sizes are 1K blocks unless the header says otherwise (`1B-blocks`,
-`1M-blocks`), `-h` prints suffixed sizes (76G), and `-B1` prints bytes under a bare `Avail` (the command line, or
+`1M-blocks`), `-h` prints suffixed sizes (76G; with `-H`/`--si`, on the command line, powers of 1000), and `-B1` prints bytes under a bare `Avail` (the command line, or
 gb10check's `-- df -B1 PATH --` note before each run, says so). Error lines (`df: /x: No such file or directory`)
-are not rows.
+are not rows. A filesystem name too long for its column (`/dev/mapper/ubuntu--vg-ubuntu--lv`) puts the rest of its row
+on the next line; a mount point may hold spaces.
 """
 
 import re
@@ -22,12 +23,14 @@ class DfRow:
     filesystem: str | None = None
 
 
-def _size(value: str, unit: int) -> int | None:
-    m = re.fullmatch(r"(\d+(?:[.,]\d+)?)([KMGTP]?)i?B?", value)
+def _size(value: str, unit: int, si: bool = False) -> int | None:
+    m = re.fullmatch(r"(\d+(?:[.,]\d+)?)([kKMGTP]?)i?B?", value)
     if not m:
         return None
     number = float(m[1].replace(",", "."))
-    return int(number * _SUFFIX[m[2]]) if m[2] else int(number * unit)
+    if not m[2]:
+        return int(number * unit)
+    return int(number * (1000 ** " KMGTP".index(m[2].upper()) if si else _SUFFIX[m[2].upper()]))
 
 
 def _header(line: str) -> list[str] | None:
@@ -44,28 +47,41 @@ def parse(text: str, command: str | None = None) -> list[DfRow]:
     columns: list[str] | None = None
     path, unit = None, 1024
     default_unit = 1 if command and re.search(r"(-B\s*1|--block-size=1)(\s|$)", command) else 1024
+    si = bool(command and re.search(r"(?:^|\s)(?:-[a-zA-Z]*H[a-zA-Z]*|--si)(?:\s|$)", command))
+    wrapped = ""  # a filesystem name too long for its column: df (without -P) prints the rest of its row on the next line
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("df:"):
             continue
+        if wrapped:
+            line, wrapped = f"{wrapped} {line}", ""
         if (n := NOTE.match(line)):
             path = n["path"]
             default_unit = 1 if re.search(r"-B1\b|--block-size=1\b", n["flags"]) else 1024
+            si = bool(re.search(r"(?:^|\s)(?:-[a-zA-Z]*H[a-zA-Z]*|--si)(?:\s|$)", n["flags"]))
             continue
         if (h := _header(line)) is not None:
             columns, unit = h, default_unit
             blocks = next((c for c in h if c.endswith("-blocks")), None)
             if blocks:
-                unit = _size(blocks[:-len("-blocks")], 1) or 1024
+                unit = _size(blocks[:-len("-blocks")], 1, "kB" in blocks or "MB" in blocks or "GB" in blocks) or 1024
+            elif "Size" in h:
+                unit = 1  # -h / -H: a number without a suffix is bytes
             continue
         if columns is None:
             continue
         cells = line.split()
+        if len(cells) == 1 and columns[0] == "Filesystem" and len(columns) > 1:
+            wrapped = line
+            continue
+        if len(cells) > len(columns) and columns[-1] == "Mounted_on":  # a mount point with spaces in it
+            cells = cells[:len(columns) - 1] + [" ".join(cells[len(columns) - 1:])]
         if len(cells) != len(columns):
             continue
         row = dict(zip(columns, cells))
         avail = row.get("Avail", row.get("Available"))
-        rows.append(DfRow(row["Mounted_on"], _size(avail, unit) if avail is not None else None, path, row.get("Filesystem")))
+        rows.append(DfRow(row["Mounted_on"], _size(avail, unit, si) if avail is not None else None, path,
+                          row.get("Filesystem")))
     if not rows:
         raise ParseError("df", "a header with 'Mounted on' and 'Avail' and rows below it (df [-B1] [--output=target,avail] PATH)", text)
     return rows

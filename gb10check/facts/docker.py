@@ -334,11 +334,11 @@ NOISE = re.compile(r"^(?:WARN|WARNING|INFO|ERRO|ERROR)\[\d+\]|^time=\"[^\"]*\" l
 @parser
 def parse_compose_ps(text: str) -> list[ComposeService]:
     """`docker compose ps` tables (compose v2, with or without IMAGE/CREATED; docker-compose 1.x `Name Command State
-    Ports`; `docker ps`), or `docker compose ps --format json` (an array, or one object a line)."""
+    Ports`; `docker ps`, also as `--format 'table {{.Names}}\t{{.Status}}...'`), or `docker compose ps --format json` (an array, or one object a line)."""
     lines = [line for line in text.splitlines() if not is_prompt(line) and not NOISE.match(line)]
     if (found := _compose_json("\n".join(lines))) is not None:
         return found
-    header_at = next((i for i, line in enumerate(lines) if re.match(r"^\s*(?:NAME|CONTAINER ID|Name)\s{2,}", line)), None)
+    header_at = next((i for i, line in enumerate(lines) if re.match(r"^\s*(?:NAMES?|CONTAINER ID|Name)\s{2,}", line)), None)
     if header_at is None:
         raise ParseError("compose_ps", "a table whose header starts with NAME (output of `docker compose ps`)", text)
     header = lines[header_at].strip()

@@ -4,7 +4,8 @@ Forms read: with or without the domain (`0002:01:00.0` / `01:00.0`, which is dom
 (`Ethernet controller [0200]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]`), tab-indented capability
 blocks, LnkSta with pciutils' comparison against LnkCap (`Speed 32GT/s (ok), Width x2 (downgraded)`, 3.7 and later)
 or without it (`Speed 32GT/s, Width x4`, older), with the status flags on the same line (old pciutils) or the next,
-`Speed unknown`, and `LnkCap2`/`LnkSta2`/`LnkCtl2` lines (never read as LnkCap/LnkSta). Run without root, lspci prints
+`Speed unknown`, pciutils before 3.0 (`Speed 2.5Gb/s`), a `(prog-if 00 [Normal decode])` after the ids, and
+`LnkCap2`/`LnkSta2`/`LnkCtl2` lines (never read as LnkCap/LnkSta). Run without root, lspci prints
 `Capabilities: <access denied>` instead of the blocks: the function's `access_denied` says so, its link is None.
 Functions with no PCI Express capability (a root complex's integrated devices) have no link either.
 """
@@ -16,10 +17,12 @@ from ._text import ParseError, parser
 
 # 0002:01:00.0 Ethernet controller [0200]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021] (rev 00)
 HEADER = re.compile(r"^(?P<addr>(?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<rest>\S.*)$")
-IDS = re.compile(r"\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\](?:\s*\(rev [0-9a-fA-F]+\))?\s*$")
+# The ids, then "(rev a1)" and "(prog-if 02 [NVM Express])" (bridges, NVMe and VGA controllers print a programming interface).
+PROG_IF = r"\s*\(prog-if [0-9a-fA-F]+(?: \[[^\]]*\])?\)"
+IDS = re.compile(r"\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\](?:\s*\(rev [0-9a-fA-F]+\))?(?:" + PROG_IF + r")?\s*$")
 CLASS = re.compile(r"^(?P<cls>[^:\[]+?)(?:\s*\[[0-9a-fA-F]{4}\])?:\s*(?P<name>.*)$")
 LINK = re.compile(r"^\s*(?P<which>LnkCap|LnkSta):\s*(?P<body>.*)$")
-SPEED = re.compile(r"Speed\s+(?P<speed>\d+(?:\.\d+)?GT/s|unknown)(?:\s*\((?P<mark>ok|downgraded|strange)\))?", re.I)
+SPEED = re.compile(r"Speed\s+(?P<speed>\d+(?:\.\d+)?(?:GT/s|Gb/s)|unknown)(?:\s*\((?P<mark>ok|downgraded|strange)\))?", re.I)
 WIDTH = re.compile(r"Width\s+x(?P<width>\d+)(?:\s*\((?P<mark>ok|downgraded|strange)\))?", re.I)
 MELLANOX = "15b3"
 CONNECTX7 = {"1021"}  # MT2910 Family [ConnectX-7] (GB10's NIC); its functions all carry this device id
@@ -59,7 +62,7 @@ def _link(body: str) -> PciLink | None:
     if speed is None and width is None:
         return None
     value = speed["speed"] if speed else None
-    gts = float(value[:-len("GT/s")]) if value and value.lower() != "unknown" else None
+    gts = float(value[:-len("GT/s")]) if value and value.lower() != "unknown" else None  # pciutils < 3.0 said Gb/s
     return PciLink(gts, int(width["width"]) if width else None, speed["mark"].lower() if speed and speed["mark"] else None,
                    width["mark"].lower() if width and width["mark"] else None)
 
@@ -78,7 +81,7 @@ def parse(text: str) -> list[PciFunction]:
         if not line[0].isspace() and (m := HEADER.match(line)):
             rest = m["rest"]
             ids = IDS.search(rest)
-            desc = IDS.sub("", rest).strip() if ids else re.sub(r"\s*\(rev [0-9a-fA-F]+\)\s*$", "", rest).strip()
+            desc = IDS.sub("", rest).strip() if ids else re.sub(r"\s*\(rev [0-9a-fA-F]+\)(?:" + PROG_IF + r")?\s*$", "", rest).strip()
             c = CLASS.match(desc)
             desc = f"{c['cls'].strip()}: {c['name'].strip()}" if c else desc
             current = PciFunction(full_address(m["addr"]), desc, ids["vendor"].lower() if ids else None,

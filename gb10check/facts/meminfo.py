@@ -1,8 +1,9 @@
 """/proc/meminfo and `free` (any unit flag, any procps version). Memory in GiB.
 
 /proc/meminfo: every `Name: N kB` line becomes `name_gib`; lines without a unit (HugePages_Total,
-HugePages_Free ...) are counts and stay counts. Kernels before 3.14 print no MemAvailable: then
-`mem_available_gib` is None (the kernel did not say) and `mem_available_estimate_gib` is procps'
+HugePages_Free ...) are counts and stay counts. A one-node machine's /sys/devices/system/node/node0/meminfo
+(`Node 0 MemTotal: N kB`, no MemAvailable) reads the same; several nodes' files together are refused.
+Kernels before 3.14 print no MemAvailable: then `mem_available_gib` is None (the kernel did not say) and `mem_available_estimate_gib` is procps'
 estimate for such kernels (MemFree + Active(file) + Inactive(file) + SReclaimable, low watermark
 taken as 0, so an upper bound), when those lines are there.
 
@@ -29,7 +30,7 @@ def snake(name: str) -> str:
     return re.sub(r"_+", "_", name).lower()
 
 
-MEMINFO_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_()]*):\s+(\d+)(?:\s+(kB))?\s*$")
+MEMINFO_LINE = re.compile(r"^\s*(?:Node (?P<node>\d+) )?([A-Za-z][A-Za-z0-9_()]*):\s+(\d+)(?:\s+(kB))?\s*$")
 
 
 @parser
@@ -37,18 +38,22 @@ def parse_meminfo(text: str) -> dict[str, float | None]:
     """{'mem_total_gib': 121.69, 'mem_available_gib': ..., 'huge_pages_total': 0, 'hugepagesize_kb': 2048, ...}"""
     facts: dict[str, float | None] = {}
     kb: dict[str, int] = {}
+    nodes = set()
     for line in text.splitlines():
         m = MEMINFO_LINE.match(line)
         if not m:
             continue
-        key = snake(m[1])
-        if m[3]:
+        nodes.add(m["node"])
+        key = snake(m[2])
+        if m[4]:
             if f"{key}_gib" in facts:
                 continue  # a second dump in the same text: the first one counts
-            kb[m[1]] = int(m[2])
-            facts[f"{key}_gib"] = kib_to_gib(int(m[2]))
+            kb[m[2]] = int(m[3])
+            facts[f"{key}_gib"] = kib_to_gib(int(m[3]))
         elif key not in facts:
-            facts[key] = int(m[2])
+            facts[key] = int(m[3])
+    if len(nodes) > 1:  # several NUMA nodes' files (/sys/devices/system/node/nodeN/meminfo): no one node is the machine
+        raise ParseError("meminfo", "one /proc/meminfo, or the meminfo of a machine's only NUMA node", text)
     if "mem_total_gib" not in facts:
         raise ParseError("meminfo", "'MemTotal:  N kB' lines (/proc/meminfo)", text)
     if "Hugepagesize" in kb:

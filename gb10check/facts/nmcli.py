@@ -1,7 +1,8 @@
 """NetworkManager's connection profiles, as gb10check's gather prints them: for each profile of
 `nmcli -t -f UUID,DEVICE connection show`, a `-- profile UUID --` line, `device:DEV` (empty when inactive) and
 `nmcli -t -f connection.id,connection.type,connection.interface-name,connection.autoconnect,ipv4.method connection show
-UUID` (terse `key:value` lines; nmcli escapes a ':' inside a value as '\\:'). A node without nmcli, or whose
+UUID` (terse `key:value` lines; nmcli escapes a ':' inside a value as '\\:'). The same command without `-t` pads the
+values into a column, escapes nothing and prints `--` for an empty value: read the same way. A node without nmcli, or whose
 NetworkManager does not run, prints one `-- nmcli: absent --` / `-- NetworkManager: not running --` line instead.
 """
 
@@ -62,7 +63,11 @@ def parse(text: str) -> NmProfiles:
             continue
         key, sep, value = line.partition(":")
         if current is not None and sep and key in keys:
-            setattr(current, keys[key], _unescape(value).strip() or None)
+            if value[:1] == " ":  # nmcli without -t: values padded into a column, not escaped, and "--" for none
+                value = value.strip()
+                setattr(current, keys[key], None if value == "--" else value or None)
+            else:
+                setattr(current, keys[key], _unescape(value).strip() or None)
     if not seen_note:
         raise ParseError("nmcli_profiles", "'-- profile UUID --' blocks of `nmcli -t -f connection.id,...,ipv4.method "
                          "connection show UUID` lines (gb10check's NM_PROFILES command)", text)

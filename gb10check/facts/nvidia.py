@@ -94,8 +94,10 @@ class NvidiaSmi:
     forward_compat: ForwardCompat | None = None
 
 
-HEADER = re.compile(r"NVIDIA-SMI\s+(?:-\s+)?(?P<smi>\d[\w.-]*)\s+(?:\|\s*)?Driver Version:\s+(?P<driver>\d[\w.-]*)"
-                    r"(?:\s+(?:\|\s*)?CUDA Version:\s+(?P<cuda>[\w.]+))?")
+# R610 and later print `KMD Version:` (the kernel-mode driver) and `CUDA UMD Version:` in place of `Driver Version:` and
+# `CUDA Version:`; the values mean the same.
+HEADER = re.compile(r"NVIDIA-SMI\s+(?:-\s+)?(?P<smi>\d[\w.-]*)\s+(?:\|\s*)?(?:Driver|KMD) Version:\s+(?P<driver>\d[\w.-]*)"
+                    r"(?:\s+(?:\|\s*)?CUDA (?:UMD )?Version:\s+(?P<cuda>[\w.]+))?")
 SEPARATOR = re.compile(r"^\s*\+[-=+]+\+\s*$")
 RULE_ROW = re.compile(r"^\s*\|[=|+]+\|\s*$")
 BUS_ID = re.compile(r"^([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])(?:\s+(\S+))?$")
@@ -165,7 +167,8 @@ def parse_smi(text: str) -> NvidiaSmi:
     if not m:
         why = next((line.strip() for line in text.splitlines()
                     if re.search(r"NVIDIA-SMI has failed|No devices were found|couldn't communicate", line)), None)
-        raise ParseError("nvidia_smi", "the nvidia-smi table header 'NVIDIA-SMI X  Driver Version: Y  [CUDA Version: Z]'",
+        raise ParseError("nvidia_smi", "the nvidia-smi table header 'NVIDIA-SMI X  Driver Version: Y  [CUDA Version: Z]' "
+                                       "(R610+: 'KMD Version: Y  CUDA UMD Version: Z')",
                          why or text)
     cuda = m["cuda"] if m["cuda"] and m["cuda"] != "N/A" else None
     compat = _forward_compat(text[: m.start()])
@@ -236,7 +239,8 @@ ALIASES = {"gpu_name": "name", "gpu_bus_id": "pci.bus_id", "gpu_uuid": "uuid", "
            "clocks.video": "clocks.current.video", "clocks.max.gr": "clocks.max.graphics", "clocks.max.mem": "clocks.max.memory",
            "clocks.applications.gr": "clocks.applications.graphics", "clocks.applications.mem": "clocks.applications.memory",
            "clocks.default_applications.gr": "clocks.default_applications.graphics",
-           "clocks.default_applications.mem": "clocks.default_applications.memory"}
+           "clocks.default_applications.mem": "clocks.default_applications.memory",
+           "used_memory": "used_gpu_memory"}  # --query-compute-apps: the header says used_gpu_memory [MiB]
 # Units of numeric fields, for noheader/nounits output where neither header nor value says it.
 FIELD_UNITS = [(re.compile(r"^memory\.(total|used|free|reserved)$|^used_memory$|^used_gpu_memory$"), "MiB"),
                (re.compile(r"^(enforced\.)?power\.(draw|limit|default_limit|min_limit|max_limit|draw\.\w+)$|^enforced\.power\.limit$"), "W"),
