@@ -35,6 +35,17 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 '''
 
 
+def kernel_module(folder: str):
+    """TRITON_KERNEL imported from a file in `folder` (Triton reads a kernel's source with inspect, which stdin cannot give)."""
+    path = os.path.join(folder, "gb10check_add_kernel.py")
+    with open(path, "w") as f:
+        f.write(TRITON_KERNEL)
+    spec = importlib.util.spec_from_file_location("gb10check_add_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def failure(exc: BaseException) -> str:
     kind = type(exc).__name__ if type(exc).__module__ == "builtins" else f"{type(exc).__module__}.{type(exc).__name__}"
     return f"{kind}: {exc}".strip()
@@ -67,12 +78,7 @@ def triton_kernel(torch) -> dict:
     with warnings.catch_warnings(record=True) as caught, tempfile.TemporaryDirectory() as d:
         warnings.simplefilter("always")
         try:
-            path = os.path.join(d, "gb10check_add_kernel.py")
-            with open(path, "w") as f:
-                f.write(TRITON_KERNEL)
-            spec = importlib.util.spec_from_file_location("gb10check_add_kernel", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            module = kernel_module(d)
             n = 5000
             x = torch.rand(n, device="cuda")
             y = torch.rand(n, device="cuda")

@@ -12,7 +12,6 @@ kernel's target per device). Used by selftests/device/run_canaries_h200.sh.
 """
 
 import contextlib
-import importlib.util
 import json
 import os
 import sys
@@ -20,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from gb10check.canary.kernels import TRITON_KERNEL, failure  # noqa: E402 - the repository root first
+from gb10check.canary.kernels import failure, kernel_module  # noqa: E402 - the repository root first
 
 
 def main() -> int:
@@ -37,12 +36,7 @@ def main() -> int:
             print(json.dumps({**out, "ok": False, "error": f"cannot import: {failure(exc)}"}))
             return 0
         out["triton"] = triton.__version__
-        path = os.path.join(d, "gb10check_add_kernel.py")
-        with open(path, "w") as f:
-            f.write(TRITON_KERNEL)
-        spec = importlib.util.spec_from_file_location("gb10check_add_kernel", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = kernel_module(d)
         try:
             target = GPUTarget("cuda", capability, 32)
             driver.active.get_current_target = lambda: target
