@@ -14,6 +14,7 @@ failed command, garbled output), never a failure of the cluster.
 import base64
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from . import canary, compose, facts
 from .checks import container, model
@@ -33,6 +34,8 @@ from .cluster import Cluster, Node
 from .remedies import Code
 from .remote import RemoteError, RemoteNode
 from .verdict import Finding, not_checked, report
+
+T = TypeVar("T")
 
 SYSFS_IB = ("for f in /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/phys_state "
             "/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer "
@@ -299,13 +302,27 @@ class Fleet:
             return exc
         return found
 
+    def _gather_all(self) -> dict[str, dict[tuple[str, bool], Output] | RemoteError]:
+        nodes = [self.node(n.name) for n in self.cluster.by_rank()]
+        with ThreadPoolExecutor(max_workers=min(32, len(nodes))) as pool:
+            return dict(zip([n.name for n in nodes], pool.map(self._gather_node, nodes)))
+
+    @staticmethod
+    def _dump_facts(facts: dict) -> dict:
+        return {name: dump_output(got) if isinstance(got, RemoteError)
+                else [{"command": c, "sudo": sudo, **dump_output(out)} for (c, sudo), out in got.items()]
+                for name, got in facts.items()}
+
+    def _load_facts(self, dumped: dict) -> dict:
+        return {name: load_output(self.node(name), "<the facts' batch>", got) if isinstance(got, dict)
+                else {(o["command"], o["sudo"]): load_output(self.node(name), o["command"], o) for o in got}
+                for name, got in dumped.items()}
+
     def facts(self, name: str) -> dict[tuple[str, bool], Output]:
         with self._lock:
             if self._facts is None:
                 started = time.monotonic()
-                nodes = [self.node(n.name) for n in self.cluster.by_rank()]
-                with ThreadPoolExecutor(max_workers=min(32, len(nodes))) as pool:
-                    self._facts = dict(zip([n.name for n in nodes], pool.map(self._gather_node, nodes)))
+                self._facts = run_shared("facts", self._gather_all, self._dump_facts, self._load_facts)
                 self.timing["gather"] = time.monotonic() - started
         got = self._facts[name]
         if isinstance(got, RemoteError):
@@ -329,48 +346,23 @@ class Fleet:
 
     def serially(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
         """`command` on every node, one node at a time in rank order (so no node's figure is measured under another's
-        load where nodes share a machine), once per run; each node's Output or its RemoteError."""
+        load where nodes share a machine), once per run (under pytest-xdist, once for every worker); each node's Output
+        or its RemoteError."""
         with self._serial:
-            if all((n.name, command) in self._once for n in self.cluster.by_rank()):
-                return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
-            run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-            if run_id is None:
-                self._run_serially(command, timeout)
-            else:  # pytest-xdist: the first worker runs it on every node, the others read its outputs (one run, not one each)
+            if not all((n.name, command) in self._once for n in self.cluster.by_rank()):
                 key = hashlib.sha256(command.encode()).hexdigest()[:12]
-                shared = os.path.join(tempfile.gettempdir(), f"gb10check-{run_id}-{key}.json")
-                with exclusive(f"serial-{key}"):
-                    if os.path.exists(shared):
-                        with open(shared) as f:
-                            self._load_once(command, json.load(f))
-                    else:
-                        self._run_serially(command, timeout)
-                        with open(shared, "w") as f:
-                            json.dump(self._dump_once(command), f)
+                got = run_shared(f"serial-{key}", lambda: self._run_serially(command, timeout),
+                                 lambda outs: {name: dump_output(out) for name, out in outs.items()},
+                                 lambda dumped: {name: load_output(self.node(name), command, out) for name, out in dumped.items()})
+                for name, out in got.items():
+                    self._once[(name, command)] = out
             return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
 
-    def _run_serially(self, command: str, timeout: float) -> None:
+    def _run_serially(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
         for n in self.cluster.by_rank():
             with contextlib.suppress(RemoteError):
                 self.once(n.name, command, timeout)
-
-    def _dump_once(self, command: str) -> dict:
-        dumped = {}
-        for n in self.cluster.by_rank():
-            got = self._once[(n.name, command)]
-            dumped[n.name] = ({"error": type(got).__name__, "message": str(got)} if isinstance(got, RemoteError)
-                              else {"rc": got.rc, "stdout": got.stdout, "stderr": got.stderr})
-        return dumped
-
-    def _load_once(self, command: str, dumped: dict) -> None:
-        from . import remote
-
-        for name, got in dumped.items():
-            if "error" in got:
-                kind = getattr(remote, got["error"], RemoteError)
-                self._once[(name, command)] = kind(got["message"]).at(self.node(name), command)
-            else:
-                self._once[(name, command)] = Output(command, got["rc"], got["stdout"], got["stderr"])
+        return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
 
 
 def result(node: RemoteNode, command: str, sudo: bool = False) -> Output:
@@ -447,6 +439,49 @@ def exclusive(name: str):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def run_shared(name: str, compute: Callable[[], T], dump: Callable[[T], Any], load: Callable[[Any], T]) -> T:
+    """`compute()` once per pytest run: under pytest-xdist the first worker computes and writes its result (JSON, mode
+    600: outputs can hold a node's .env) beside the run's other files; the others read it. Without xdist, compute."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:
+        return compute()
+    path = shared_path(run_id, name)
+    with exclusive(f"{run_id}-{name}"):
+        if os.path.exists(path):
+            with open(path) as f:
+                return load(json.load(f))
+        got = compute()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(dump(got), f)
+        return got
+
+
+def shared_path(run_id: str, name: str) -> str:
+    return os.path.join(tempfile.gettempdir(), f"gb10check-{run_id}-{name}.json")
+
+
+def remove_shared(run_id: str) -> None:
+    """The run's shared files and locks, at its end (the controller's): they hold node outputs."""
+    prefix = os.path.join(tempfile.gettempdir(), f"gb10check-{run_id}-")
+    for path in glob.glob(prefix + "*.json") + glob.glob(os.path.join(tempfile.gettempdir(), f"gb10check-{run_id}-*.lock")):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def dump_output(got: "Output | RemoteError") -> dict:
+    return ({"error": type(got).__name__, "message": str(got)} if isinstance(got, RemoteError)
+            else {"rc": got.rc, "stdout": got.stdout, "stderr": got.stderr})
+
+
+def load_output(node: RemoteNode, command: str, got: dict) -> "Output | RemoteError":
+    from . import remote
+
+    if "error" in got:
+        return getattr(remote, got["error"], RemoteError)(got["message"]).at(node, command)
+    return Output(command, got["rc"], got["stdout"], got["stderr"])
 
 
 @dataclass

@@ -18,12 +18,14 @@ The run's state (outcomes, figures, warnings) lives on a Recorder kept in config
 """
 
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from .cluster import Cluster, ClusterError, Link, cluster_file_path, load_cluster, runner_problems
+from . import gather
 from .gather import Fleet
 from .remedies import Code
 from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
@@ -59,6 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
                                 f"picks {config.rootpath} as its root and misses gb10check's pytest.ini")
     config.stash[RECORDER_KEY] = recorder = Recorder(config)
     config.pluginmanager.register(recorder, "gb10check-recorder")
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None) and not getattr(config.option, "testrunuid", None):
+        # The run's id named here, so the controller can remove what its workers shared (gather.run_shared) at the end.
+        config.option.testrunuid = uuid.uuid4().hex
     # An explicitly named file is validated before anything runs: a bad file stops here, in one line.
     if given or os.environ.get("GB10CHECK_CLUSTER"):
         get_cluster(config)
@@ -289,6 +294,8 @@ class Recorder:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
         config = self.config
+        if not hasattr(config, "workerinput") and getattr(config.option, "testrunuid", None):
+            gather.remove_shared(config.option.testrunuid)
         if hasattr(config, "workerinput") or CLUSTER_KEY not in config.stash or not self.outcomes:
             return  # xdist workers: the controller sees every report and writes once
         cluster = config.stash[CLUSTER_KEY]

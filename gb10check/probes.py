@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .cluster import Cluster
+from .gather import run_shared
 from .poll import wait_until
 from .remote import RemoteError, RemoteNode
 
@@ -124,7 +125,8 @@ class Probes:
         with self._lock:
             if self._results is None:
                 started = time.monotonic()
-                self._results = self._measure()
+                # Under pytest-xdist the first worker measures and the others read its results (one set of listeners).
+                self._results = run_shared("probes", self._measure, self._dump, self._load)
                 self.timing["probes"] = time.monotonic() - started
         res = self._results[_key(src, src_dev, dst, dst_dev)]
         if res.error is not None:
@@ -203,6 +205,26 @@ class Probes:
                 else:
                     results[key].ports[what] = tuple(value)
         return results
+
+    @staticmethod
+    def _dump(results: dict[str, PathResult]) -> dict:
+        def error(exc):
+            return None if exc is None else {"error": type(exc).__name__, "message": str(exc), "node": getattr(exc.node, "name", None),
+                                             "command": exc.command}
+        return {key: {"ping": r.ping, "ssh": r.ssh, "ping_df": r.ping_df, "ports": {str(p): v for p, v in r.ports.items()},
+                      "error": error(r.error), "listener_error": error(r.listener_error)} for key, r in results.items()}
+
+    def _load(self, dumped: dict) -> dict[str, PathResult]:
+        from . import remote
+
+        def error(got):
+            if got is None:
+                return None
+            exc = getattr(remote, got["error"], RemoteError)(got["message"])
+            return exc.at(self.node(got["node"]) if got["node"] else None, got["command"])
+        return {key: PathResult(tuple(r["ping"]) if r["ping"] else None, tuple(r["ssh"]) if r["ssh"] else None,
+                                tuple(r["ping_df"]) if r["ping_df"] else None, {int(p): tuple(v) for p, v in r["ports"].items()},
+                                error(r["error"]), error(r["listener_error"])) for key, r in dumped.items()}
 
     @staticmethod
     def _stop(node: RemoteNode, run_id: str) -> None:

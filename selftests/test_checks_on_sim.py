@@ -224,22 +224,21 @@ def bed():
     control.down(quiet=True)
 
 
-SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_gpu_compute"}  # the checks marked slow (measurements)
-# Not slow on a GB10, but a torch import in a container on every node of this 2-core machine: on the sim's CPU torch it
-# skips (no NCCL to identify, no CUDA kernel to build), on every scenario alike, so the healthy run shows that and the fault scenarios leave it.
-CONTAINER_CANARIES = set(gather.CONTAINER_CANARIES)  # test_image_nccl, test_image_kernels
+# The checks marked slow: measurements, and the container canaries (a torch import in a container on every node of this
+# 2-core machine; on the sim's CPU torch the two image canaries skip: no NCCL to identify, no CUDA kernel to build).
+SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_gpu_compute", *gather.CONTAINER_CANARIES}
 
 
 def selection_for(name: str) -> list[str]:
-    """The healthy pair runs every check; a fault scenario runs only the slow measurements and container canaries it
-    proves (a link fault cannot move a TFLOP/s figure, nor a GPU fault a bandwidth; those runs cost most of a scenario's
-    time, and the CPU matmul's figure on this 2-core box is the noisiest the sim has)."""
+    """The healthy pair runs every check; a fault scenario runs only the slow ones it proves (a link fault cannot move a
+    TFLOP/s figure, nor a GPU fault a bandwidth; those runs cost most of a scenario's time, and the CPU matmul's figure
+    on this 2-core box is the noisiest the sim has)."""
     proves = {p.split(":")[0] for p in scenarios.SCENARIOS[name].proves}
     if name == "healthy":
         return ["-m", "preflight or network"]
-    marks = ["-m", "preflight or network" if proves & SLOW else "(preflight or network) and not slow"]
-    left = sorted((CONTAINER_CANARIES | (SLOW if proves & SLOW else set())) - proves)
-    return marks + (["-k", " and ".join(f"not {t}" for t in left)] if left else [])
+    if not proves & SLOW:
+        return ["-m", "(preflight or network) and not slow"]
+    return ["-m", "preflight or network", "-k", " and ".join(f"not {t}" for t in sorted(SLOW - proves))]
 
 
 def outcomes_under(name: str, marks: str | None = None):

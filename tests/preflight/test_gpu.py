@@ -30,6 +30,7 @@ def test_gpu_compute(node, cluster, measurements):
     report(gpu.judge_compute(node.name, run.result, run.samples, run.samples_error, cluster.expect, gather.fastest_compute(node)))
 
 
+@pytest.mark.slow  # the image started with the GPU on every node, torch imported, a Triton kernel compiled: seconds
 def test_image_kernels(node, cluster):
     needs_image(node, cluster)
     result = gather.image_kernels(node)
@@ -39,6 +40,7 @@ def test_image_kernels(node, cluster):
     report(gpu.judge_image_kernels(node.name, result, runs_in, gather.program(cluster, "kernels")[1]))
 
 
+@pytest.mark.slow  # the image started on every node and torch's NCCL loaded: seconds, not the milliseconds of a fact
 def test_image_nccl(node, head, cluster, measurements):
     needs_image(node, cluster)
     mine = gather.nccl_identity(node)
