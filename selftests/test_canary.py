@@ -90,3 +90,35 @@ def test_under_xdist_the_compute_runs_once_for_all_workers(tmp_path, monkeypatch
     b = second.serially(command, 10)["thinkstationpgx-30"]
     assert (a.rc, a.stdout.strip()) == (0, "1") and (b.rc, b.stdout) == (a.rc, a.stdout)
     assert counter.read_text() == "x\n"  # ran once
+
+
+def test_under_xdist_the_facts_are_gathered_once_for_all_workers_and_removed_at_the_end(tmp_path, monkeypatch):
+    """Two workers' fleets: the first gathers every node's facts, the second reads them (mode 600: they hold the node's
+    .env); the controller's remove_shared takes the run's files away."""
+    import os
+    import stat
+
+    from gb10check import gather
+    from gb10check.gather import Fleet
+
+    data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
+    data["nodes"] = [dict(data["nodes"][0], connection="local")]
+    data["deploy"]["tensor_parallel_size"] = 1
+    data["ssh"].update(user=getpass.getuser())
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data))
+    cluster = load_cluster(path)
+    run_id = f"selftest{tmp_path.name}"
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", run_id)
+    calls = []
+    first, second = Fleet(cluster), Fleet(cluster)
+    real = Fleet._gather_node
+    monkeypatch.setattr(Fleet, "_gather_node", lambda self, node: calls.append(node.name) or real(self, node))
+    a = first.facts("thinkstationpgx-30")[(gather.KERNEL, False)]
+    b = second.facts("thinkstationpgx-30")[(gather.KERNEL, False)]
+    assert calls == ["thinkstationpgx-30"]  # gathered once
+    assert (b.rc, b.stdout) == (a.rc, a.stdout) == (0, os.uname().release + "\n")
+    shared = gather.shared_path(run_id, "facts")
+    assert stat.S_IMODE(os.stat(shared).st_mode) == 0o600
+    gather.remove_shared(run_id)
+    assert not os.path.exists(shared)

@@ -193,9 +193,9 @@ EXPECTED: dict[str, dict[str, str]] = {
             rf"\[gpu-clock-low\] {B}: saw SM clock 801 MHz under load \(median of \d+ samples, max 3003\.0 MHz\), 19\.6 W, "
             rf"reasons none; expected >= 1200 MHz \(expect\.min_sm_clock_mhz\)\n  fix: power {B} off at the wall",
     },
-    "cpu-throttled": {
+    "cpu-throttled": {  # the sim's cluster file allows 50% (CPU matmuls on two shared cores); half a CPU is about 80% slower
         f"{PF}/test_gpu.py::test_gpu_compute[{B}]":
-            rf"\[gpu-compute-spread\] {B}: saw \d[\d.e-]* TFLOP/s, [4-9]\d% slower than {A} \(\d[\d.e-]* TFLOP/s\); expected within 15% "
+            rf"\[gpu-compute-spread\] {B}: saw \d[\d.e-]* TFLOP/s, [5-9]\d% slower than {A} \(\d[\d.e-]* TFLOP/s\); expected within 50% "
             rf"of the fastest node \(expect\.max_compute_spread\)\n  fix: power {B} off at the wall",
     },
     "pcie-gen5-x2": {
