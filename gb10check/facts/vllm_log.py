@@ -100,6 +100,9 @@ ERRORS = [
     ("port_in_use", re.compile(r"\[Errno 98\]|[Aa]ddress already in use"), "another process holds the server's port"),
     ("no_gpu", re.compile(r"No CUDA GPUs are available|Failed to infer device type|Found no NVIDIA driver"),
      "the container sees no GPU: give it the GPU (--gpus all, or deploy.resources.reservations.devices in compose)"),
+    ("ray_platform_unsupported", re.compile(r"current platform \S+ does not support ray"),
+     "this vLLM build cannot run the Ray executor on its platform (vLLM for CPU has no Ray device key): use "
+     "deploy.executor: mp (--distributed-executor-backend mp), or a CUDA build of vLLM with Ray in the image"),
     ("engine_core_failed", re.compile(r"EngineCore failed to start|Engine core initialization failed"),
      "the engine core died while starting: its cause is the error logged before this one"),
     ("worker_died", re.compile(r"AsyncEngineDeadError|EngineDeadError|Engine core proc \S+ died unexpectedly|"

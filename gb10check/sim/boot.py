@@ -255,13 +255,28 @@ from standins import tools as standins_tools  # noqa: E402
 STANDINS = "/usr/local/lib/gb10sim/standins"
 
 
+MNT_DETACH = 2
+
+
+def enter_root(root: str) -> None:
+    """Make the node's root the root of its mount namespace (pivot_root, the old root detached), not a chroot: a container
+    whose runtime could not pivot_root is only chrooted into its image, and `docker exec` into it then lands on the
+    namespace's root (the host's), not in the image (Ray's `docker exec` driver could not find its raylet socket)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    os.chdir(root)
+    if libc.syscall(155 if os.uname().machine == "x86_64" else 41, b".", b".") != 0:  # pivot_root(".", ".")
+        raise OSError(ctypes.get_errno(), f"pivot_root({root})")
+    if libc.umount2(b".", MNT_DETACH) != 0:  # the old root, stacked under the new one
+        raise OSError(ctypes.get_errno(), "umount2(old root)")
+    os.chdir("/")
+
+
 def main() -> None:
     spec = json.load(open(sys.argv[1]))
     root = build_root(spec)
     configure(root, spec)
     socket.sethostname(spec["name"])
-    os.chroot(root)
-    os.chdir("/")
+    enter_root(root)
     standins.refresh(spec["state"])
     if spec.get("init") == "systemd":
         if spec.get("ufw", True):

@@ -236,9 +236,9 @@ SCENARIOS = {s.name: s for s in [
              "wrong address (spark-vllm-docker issue 227)",
              (Step(1, shell="sed -i 's/^VLLM_HOST_IP=.*/VLLM_HOST_IP=198.18.0.11/' /home/lenovo/vllm/.env && "
                             "ufw allow from 198.18.0.0/24 >/dev/null"),),
-             # test_ray_node_address [ray-node-address] would fail too once Ray runs; the sim cannot read Ray's node list
-             # (its `docker exec` misses the container's raylet socket): selftests/test_ray_on_sim.py SIM_EXEC.
-             proves=("test_compose_lint:compose-arg", "test_env_file:env-file"), executor="ray"),
+             # test_ray_node_address fails once Ray runs (selftests/test_ray_on_sim.py starts it after the checks)
+             proves=("test_compose_lint:compose-arg", "test_env_file:env-file", "test_ray_node_address:ray-node-address"),
+             executor="ray"),
     Scenario("ray-missing", "rank 1: the image's venv has no Ray (vLLM 0.18+ images dropped it: `ray: command not found`, "
              "dgx-spark-playbooks issues 75 and 109)",
              (Step(1, shell=f"rm -rf {RAY_VENV}/bin/ray {RAY_VENV}/lib/python3*/site-packages/ray"),),

@@ -142,6 +142,17 @@ EXPECTED = {
             "startup_failed": False,
             "#errors": 0,
         }),
+    "ours/vllm_logs/sim-vllm-0.32.0-cpu-ray-2.60.0-tp2-head-cpu-has-no-ray.log": (
+        "vllm_log", {
+            "version": "0.32.0",
+            "tensor_parallel_size": 2,
+            "startup_complete": False,
+            "startup_failed": True,
+            "#errors": 2,
+            "errors.0.name": "engine_core_failed",  # the generic line comes first; the judge's cause is the specific one
+            "errors.1.name": "ray_platform_unsupported",
+            "errors.1.text": "ERROR 12-01 05:36:38 [core.py:1510] ValueError: current platform cpu does not support ray.",
+        }),
     "ours/vllm_logs/sim-vllm-0.32.0-cpu-tp2-rank1-headless.log": (
         "vllm_log", {
             "milestones.0.name": "headless",
