@@ -147,7 +147,10 @@ MASKED = ["systemd-udevd.service", "systemd-udev-trigger.service", "systemd-udev
           "console-getty.service", "postgresql.service", "e2scrub_reap.service", "apt-daily.timer", "apt-daily-upgrade.timer",
           "dpkg-db-backup.timer", "e2scrub_all.timer", "fstrim.timer", "man-db.timer", "systemd-logind.service",
           "sys-kernel-debug.mount", "sys-kernel-tracing.mount", "sys-kernel-config.mount", "sys-fs-fuse-connections.mount",
-          "dev-hugepages.mount", "dev-mqueue.mount", "systemd-journald-audit.socket", "systemd-update-utmp.service"]
+          "dev-hugepages.mount", "dev-mqueue.mount", "systemd-journald-audit.socket", "systemd-update-utmp.service",
+          # The node's users are the host's /etc plus the SSH user boot.py adds; sysusers (run when /etc looks older than
+          # /usr, as it does in a node's fresh root) once failed a node's boot under load.
+          "systemd-sysusers.service"]
 
 
 def systemd_units(spec: dict) -> None:
