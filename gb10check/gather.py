@@ -268,6 +268,7 @@ class Fleet:
         self._serial = threading.Lock()  # long programs (the compute canary): one node at a time, in rank order
         self.timing: dict[str, float] = {}  # phase -> wall seconds (gather, probes), for the run's summary and the bench
         self.wanted: set[str] = set()  # the run's selected tests (function names): which optional facts to gather too
+        self.run_id: str | None = None  # pytest-xdist's testrunuid on a worker: its fleets share what they gather
 
     def probes(self):
         """The run's reachability probes (ping, SSH mesh, ports), measured once when first asked."""
@@ -275,7 +276,7 @@ class Fleet:
 
         with self._lock:
             if self._probes is None:
-                self._probes = Probes(self.cluster, self.node, self.timing)
+                self._probes = Probes(self.cluster, self.node, self.timing, self.run_id)
         return self._probes
 
     def node(self, name: str) -> RemoteNode:
@@ -322,7 +323,7 @@ class Fleet:
         with self._lock:
             if self._facts is None:
                 started = time.monotonic()
-                self._facts = run_shared("facts", self._gather_all, self._dump_facts, self._load_facts)
+                self._facts = run_shared(self.run_id, "facts", self._gather_all, self._dump_facts, self._load_facts)
                 self.timing["gather"] = time.monotonic() - started
         got = self._facts[name]
         if isinstance(got, RemoteError):
@@ -351,7 +352,7 @@ class Fleet:
         with self._serial:
             if not all((n.name, command) in self._once for n in self.cluster.by_rank()):
                 key = hashlib.sha256(command.encode()).hexdigest()[:12]
-                got = run_shared(f"serial-{key}", lambda: self._run_serially(command, timeout),
+                got = run_shared(self.run_id, f"serial-{key}", lambda: self._run_serially(command, timeout),
                                  lambda outs: {name: dump_output(out) for name, out in outs.items()},
                                  lambda dumped: {name: load_output(self.node(name), command, out) for name, out in dumped.items()})
                 for name, out in got.items():
@@ -441,10 +442,11 @@ def exclusive(name: str):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def run_shared(name: str, compute: Callable[[], T], dump: Callable[[T], Any], load: Callable[[Any], T]) -> T:
-    """`compute()` once per pytest run: under pytest-xdist the first worker computes and writes its result (JSON, mode
-    600: outputs can hold a node's .env) beside the run's other files; the others read it. Without xdist, compute."""
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+def run_shared(run_id: str | None, name: str, compute: Callable[[], T], dump: Callable[[T], Any], load: Callable[[Any], T]) -> T:
+    """`compute()` once per pytest run: under pytest-xdist (`run_id`: the run's testrunuid, given to workers only) the
+    first worker computes and writes its result (JSON, mode 600: outputs can hold a node's .env) beside the run's other
+    files; the others read it. Without xdist, compute. (Not read from the environment: a pytest started by a test
+    inherits PYTEST_XDIST_TESTRUNUID and would read another run's facts.)"""
     if run_id is None:
         return compute()
     path = shared_path(run_id, name)

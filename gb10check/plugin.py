@@ -81,7 +81,9 @@ def get_cluster(config: pytest.Config) -> Cluster:
         except ClusterError as exc:
             raise pytest.UsageError(f"invalid cluster file: {exc}") from None
         config.stash[PATH_KEY] = path
-        config.stash[FLEET_KEY] = Fleet(config.stash[CLUSTER_KEY])
+        config.stash[FLEET_KEY] = fleet = Fleet(config.stash[CLUSTER_KEY])
+        if hasattr(config, "workerinput"):  # a pytest-xdist worker: share the facts with the run's other workers
+            fleet.run_id = config.workerinput.get("testrunuid")
     return config.stash[CLUSTER_KEY]
 
 

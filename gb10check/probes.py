@@ -111,8 +111,9 @@ def _key(src: str, src_dev: str, dst: str, dst_dev: str) -> str:
 class Probes:
     """Every path's ping, SSH and port results, measured once, the first time a test asks."""
 
-    def __init__(self, cluster: Cluster, node, timing: dict[str, float]):
+    def __init__(self, cluster: Cluster, node, timing: dict[str, float], run_id: str | None = None):
         self.cluster, self.node, self.timing = cluster, node, timing  # node(name) -> RemoteNode; timing["probes"]: wall s
+        self.run_id = run_id  # pytest-xdist's testrunuid on a worker (gather.run_shared)
         self._results: dict[str, PathResult] | None = None
         self._lock = threading.Lock()
 
@@ -126,7 +127,7 @@ class Probes:
             if self._results is None:
                 started = time.monotonic()
                 # Under pytest-xdist the first worker measures and the others read its results (one set of listeners).
-                self._results = run_shared("probes", self._measure, self._dump, self._load)
+                self._results = run_shared(self.run_id, "probes", self._measure, self._dump, self._load)
                 self.timing["probes"] = time.monotonic() - started
         res = self._results[_key(src, src_dev, dst, dst_dev)]
         if res.error is not None:

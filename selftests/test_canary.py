@@ -82,10 +82,10 @@ def test_under_xdist_the_compute_runs_once_for_all_workers(tmp_path, monkeypatch
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(data))
     cluster = load_cluster(path)
-    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"selftest{tmp_path.name}")
     counter = tmp_path / "runs"
     command = f"echo x >> {counter}; cat {counter} | wc -l"
     first, second = Fleet(cluster), Fleet(cluster)
+    first.run_id = second.run_id = f"selftest{tmp_path.name}"  # what the plugin gives a worker's fleet
     a = first.serially(command, 10)["thinkstationpgx-30"]
     b = second.serially(command, 10)["thinkstationpgx-30"]
     assert (a.rc, a.stdout.strip()) == (0, "1") and (b.rc, b.stdout) == (a.rc, a.stdout)
@@ -109,9 +109,10 @@ def test_under_xdist_the_facts_are_gathered_once_for_all_workers_and_removed_at_
     path.write_text(yaml.safe_dump(data))
     cluster = load_cluster(path)
     run_id = f"selftest{tmp_path.name}"
-    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", run_id)
     calls = []
     first, second = Fleet(cluster), Fleet(cluster)
+    first.run_id = second.run_id = run_id
+    assert Fleet(cluster).run_id is None  # not a worker: nothing shared (an inherited PYTEST_XDIST_TESTRUNUID is not read)
     real = Fleet._gather_node
     monkeypatch.setattr(Fleet, "_gather_node", lambda self, node: calls.append(node.name) or real(self, node))
     a = first.facts("thinkstationpgx-30")[(gather.KERNEL, False)]
