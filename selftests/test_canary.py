@@ -71,17 +71,22 @@ def test_cpu_torch_multiplies_and_has_no_nccl(tmp_path):
     assert re.search(r"matmul \(median batch\) +thinkstationpgx-30 +\d+\.\d\d TFLOP/s \(float32 on cpu\)", out), out
 
 
-def test_under_xdist_the_compute_runs_once_for_all_workers(tmp_path, monkeypatch):
-    """Two workers' fleets in one xdist run: the first runs the command on every node, the second reads its outputs."""
-    from gb10check.gather import Fleet
-
+def local_cluster(tmp_path):
+    """The example's rank 0 alone, reached through the local connection (this machine), as two workers' fleets see it."""
     data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
     data["nodes"] = [dict(data["nodes"][0], connection="local")]
     data["deploy"]["tensor_parallel_size"] = 1
     data["ssh"].update(user=getpass.getuser())
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(data))
-    cluster = load_cluster(path)
+    return load_cluster(path)
+
+
+def test_under_xdist_the_compute_runs_once_for_all_workers(tmp_path):
+    """Two workers' fleets in one xdist run: the first runs the command on every node, the second reads its outputs."""
+    from gb10check.gather import Fleet
+
+    cluster = local_cluster(tmp_path)
     counter = tmp_path / "runs"
     command = f"echo x >> {counter}; cat {counter} | wc -l"
     first, second = Fleet(cluster), Fleet(cluster)
@@ -101,13 +106,7 @@ def test_under_xdist_the_facts_are_gathered_once_for_all_workers_and_removed_at_
     from gb10check import gather
     from gb10check.gather import Fleet
 
-    data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
-    data["nodes"] = [dict(data["nodes"][0], connection="local")]
-    data["deploy"]["tensor_parallel_size"] = 1
-    data["ssh"].update(user=getpass.getuser())
-    path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump(data))
-    cluster = load_cluster(path)
+    cluster = local_cluster(tmp_path)
     run_id = f"selftest{tmp_path.name}"
     calls = []
     first, second = Fleet(cluster), Fleet(cluster)
