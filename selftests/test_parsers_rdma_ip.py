@@ -372,3 +372,75 @@ def test_ibv_devinfo_roce_v2_gids_printed_by_inet_ntop_and_effective_speed():
         (2, "0000:0000:0000:0000:0000:ffff:0a2a:0007", "RoCE v1", "10.42.0.7"),
         (3, "0000:0000:0000:0000:0000:ffff:0a2a:0007", "RoCE v2", "10.42.0.7")]
     assert port["rate_gbps"] == 200.0
+
+
+# ---- audit: layouts read wrong before ------------------------------------------------------------
+
+
+def test_ethtool_link_detected_with_the_drivers_reason():
+    # ethtool >= 5.10 over netlink: the extended link state (and sub-state) after "no", as mlx5 reports it
+    text = ("Settings for enP2p1s0f0np0:\n\tSupported ports: [ Backplane ]\n\tSpeed: Unknown!\n\tDuplex: Unknown! (255)\n"
+            "\tAuto-negotiation: on\n\tPort: Direct Attach Copper\n\tLink detected: no (Autoneg, No partner detected)\n"
+            "Settings for enP2p1s0f1np1:\n\tSpeed: Unknown!\n\tLink detected: no (No cable)\n"
+            "Settings for enp1s0f1np1:\n\tSpeed: 200000Mb/s\n\tLanes: 4\n\tLink detected: yes\n")
+    got = facts("ethtool", text)
+    assert [(g["interface"], g["speed_mbps"], g["link_detected"]) for g in got] == [
+        ("enP2p1s0f0np0", None, False), ("enP2p1s0f1np1", None, False), ("enp1s0f1np1", 200000, True)]
+
+
+IBSTATUS = """Infiniband device 'rocep1s0f1' port 1 status:
+	default gid:	 fe80:0000:0000:0000:4ebb:47ff:fe2d:1a17
+	base lid:	 0x0
+	sm lid:		 0x0
+	state:		 4: ACTIVE
+	phys state:	 5: LinkUp
+	rate:		 200 Gb/sec (2X NDR)
+	link_layer:	 Ethernet
+
+Infiniband device 'roceP2p1s0f1' port 1 status:
+	default gid:	 unknown
+	base lid:	 0x0
+	sm lid:		 0x0
+	state:		 1: DOWN
+	phys state:	 3: Disabled
+	rate:		 40 Gb/sec (4X QDR)
+	link_layer:	 Ethernet
+
+"""
+
+
+def test_sysfs_ibstatus_blocks_name_their_device():
+    # infiniband-diags' ibstatus script: one block per port, the values read from the same sysfs files
+    got = facts("ib_sysfs", "$ ibstatus\n" + IBSTATUS)
+    assert [(p["rdma_device"], p["port"], p["port_state"], p["phys_state"], p["rate_gbps"], p["link_layer"], p["state"]) for p in got] == [
+        ("rocep1s0f1", 1, "ACTIVE", "LinkUp", 200.0, "Ethernet", "up"), ("roceP2p1s0f1", 1, "DOWN", "Disabled", 40.0, "Ethernet", "down")]
+    assert [g["gid"] for g in got[0]["gids"]] == ["fe80:0000:0000:0000:4ebb:47ff:fe2d:1a17"] and got[1]["gids"] == []
+
+
+def test_sysfs_rows_of_file_names_are_not_devices():
+    # a loop that prints "state: 4: ACTIVE" without the device: no device named "state"
+    with pytest.raises(ParseError):
+        parse("ib_sysfs", "state: 4: ACTIVE\nphys state: 5: LinkUp\nrate: 200 Gb/sec (2X NDR)\n")
+
+
+def test_ip_brief_with_metric_and_peer():
+    # ip -br addr prints "metric N" after an address with a route priority (systemd-networkd DHCP) and "LOCAL peer P/N"
+    got = facts("ip_addr", "lo               UNKNOWN        127.0.0.1/8 ::1/128 \n"
+                           "enP7s7           UP             192.168.40.17/24 metric 100 fe80::3e6d:66ff:fe41:5a2b/64 \n"
+                           "ppp0             UNKNOWN        10.64.1.9 peer 10.64.1.1/32 \n"
+                           "enp1s0f1np1      UP             10.77.0.2/30 \n")
+    assert [(i["name"], i["state"], [(a["address"], a["prefixlen"], a["peer"]) for a in i["addresses"]]) for i in got] == [
+        ("lo", "unknown", [("127.0.0.1", 8, None), ("::1", 128, None)]),
+        ("enP7s7", "up", [("192.168.40.17", 24, None), ("fe80::3e6d:66ff:fe41:5a2b", 64, None)]),
+        ("ppp0", "unknown", [("10.64.1.9", 32, "10.64.1.1/32")]),
+        ("enp1s0f1np1", "up", [("10.77.0.2", 30, None)])]
+
+
+def test_show_gids_redrawn_as_a_markdown_table():
+    text = ("|DEV |PORT |INDEX |GID |IPv4 |VER |DEV |\n|---|---|---|---|---|---|---|\n"
+            "|rocep1s0f1 |1 |0 |fe80:0000:0000:0000:4ebb:47ff:fe2d:1a17 | |v1 |enp1s0f1np1|\n"
+            "|rocep1s0f1 |1 |3 |0000:0000:0000:0000:0000:ffff:0a0a:0b02 |10.10.11.2 |v2 |enp1s0f1np1|\n"
+            "n_gids_found=2\n")
+    got = facts("show_gids", text)
+    assert [(g["index"], g["type"], g["ipv4"], g["netdev"]) for g in got] == [
+        (0, "RoCE v1", None, "enp1s0f1np1"), (3, "RoCE v2", "10.10.11.2", "enp1s0f1np1")]

@@ -100,7 +100,8 @@ def parse(text: str, sections: list[tuple[str | None, str]] = ()) -> list[Ethtoo
             elif key == "Lanes":
                 current.lanes = int(value) if value.isdigit() else None
             elif key == "Link detected":
-                current.link_detected = {"yes": True, "no": False}.get(value.lower())
+                # ethtool >= 5.10 adds the driver's reason on netlink: "no (No cable)", "no (Autoneg, No partner detected)"
+                current.link_detected = {"yes": True, "no": False}.get(value.split("(")[0].strip().lower())
             elif key == "Port":
                 current.port = _value(value)
             elif key == "Auto-negotiation":

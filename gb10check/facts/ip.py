@@ -60,8 +60,11 @@ ADDR_FLAGS = {"dynamic", "noprefixroute", "mngtmpaddr", "secondary", "temporary"
               "optimistic", "home", "nodad", "permanent", "stable-privacy", "autojoin"}
 # `ip -o addr`: "N: NAME    inet ADDR/P ... scope S NAME\       valid_lft ..." (the index may be gone: see _text's srun labels).
 ONELINE = re.compile(r"^\s*(?:\d+:\s+)?(?P<name>[^:@\s]+)(?:@\S+)?\s+(?=inet6?\s)")
+# -br prints each address as "ADDR/P", or "LOCAL peer PEER/P" (point-to-point), and "metric N" after it where the
+# address has a route priority (DHCP on systemd-networkd: "192.168.1.50/24 metric 100").
+BRIEF_ADDR = re.compile(r"(?P<addr>[0-9a-fA-F.:]+)(?:\s+peer\s+(?P<peer>[0-9a-fA-F.:]+))?/(?P<prefix>\d+)(?:\s+metric\s+\d+)?")
 BRIEF = re.compile(r"^(?P<name>[^\s@]+)(?:@\S+)?\s+(?P<state>UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT|NOTPRESENT|TESTING)"
-                   r"(?P<addrs>(?:\s+[0-9a-fA-F.:]+/\d+)*)\s*$")
+                   r"(?P<addrs>(?:\s+" + re.sub(r"\?P<\w+>", "", BRIEF_ADDR.pattern) + r")*)\s*$")
 DOWN_STATES = {"down", "lowerlayerdown", "notpresent", "dormant"}
 
 
@@ -89,9 +92,9 @@ def _parse_brief(text: str) -> list[Interface]:
         b = BRIEF.match(line.strip())
         if not b:
             return []
-        addrs = [s.split("/") for s in b["addrs"].split()]
-        ifaces.append(Interface(b["name"], None, _state(b["state"]), None, operstate=b["state"],
-                                addresses=[Address(_family(ad), ad, int(p), None) for ad, p in addrs]))
+        addrs = [Address(_family(a["addr"]), a["addr"], int(a["prefix"]), None, peer=f"{a['peer']}/{a['prefix']}" if a["peer"] else None)
+                 for a in BRIEF_ADDR.finditer(b["addrs"])]
+        ifaces.append(Interface(b["name"], None, _state(b["state"]), None, operstate=b["state"], addresses=addrs))
     return ifaces
 
 

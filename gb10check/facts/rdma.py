@@ -153,6 +153,8 @@ def parse_show_gids(text: str) -> list[Gid]:
     count = None
     for line in text.splitlines():
         s = line.strip()
+        if s.startswith("|"):  # the table re-drawn as a markdown table: "|rocep1s0f1 |1 |3 |0000:...|10.0.0.1 |v2 |enp1s0f1np1|"
+            s = " ".join(cell.strip() for cell in s.strip("|").split("|"))
         if GIDS_HEADER.match(s):
             header = True
         elif (c := GIDS_COUNT.match(s)):
@@ -171,8 +173,9 @@ def parse_show_gids(text: str) -> list[Gid]:
 # ---- sysfs -------------------------------------------------------------------
 # Shapes: `grep -H . /sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,gids/*,gid_attrs/types/*,
 # gid_attrs/ndevs/*}` (what the suite runs: "PATH:VALUE"), `head` over the same files ("==> PATH <==" then the
-# value), `cat` of one file with the command line kept, and per-device tables printed by shell loops (what people
-# post: "rocep1s0f1: 4: ACTIVE rate=200 Gb/sec (2X NDR) ...").
+# value), `cat` of one file with the command line kept, per-device tables printed by shell loops (what people
+# post: "rocep1s0f1: 4: ACTIVE rate=200 Gb/sec (2X NDR) ..."), and `ibstatus` (infiniband-diags' script over the same
+# files: "Infiniband device 'DEV' port N status:" then "<tab>state:<tabs> 4: ACTIVE", "phys state:", "rate:" ...).
 
 SYSFS_PATH = r"/sys/class/infiniband/(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/(?P<leaf>[\w/]+)"
 SYSFS = re.compile(r"^" + SYSFS_PATH + r":(?P<value>.*)$")
@@ -180,6 +183,9 @@ HEAD_BANNER = re.compile(r"^==>\s+" + SYSFS_PATH + r"\s+<==$")
 STATE = re.compile(r"\b(?P<num>\d):\s*(?P<word>Phy Test|[A-Za-z_]+)\b")
 RATE = re.compile(r"(?P<gbps>\d+(?:\.\d+)?)\s*Gb/sec(?:\s*\((?P<width>[^)]*)\))?")
 LINK_LAYER = re.compile(r"link_layer[=:]\s*(\w+)")
+IBSTATUS_HEAD = re.compile(r"^Infiniband device '(?P<dev>[^']+)' port (?P<port>\d+) status:$")
+IBSTATUS_LEAF = {"default gid": "gids/0", "state": "state", "phys state": "phys_state", "rate": "rate", "link_layer": "link_layer"}
+ROW_LEAVES = {"state", "phys", "phys_state", "rate", "link_layer", "default", "base", "sm", "port", "ports"}  # a file's name, not a device
 ROW_DEV = re.compile(r"^(?P<dev>[A-Za-z][\w.-]*?)(?:/(?P<port>\d+)|\s+port\s+(?P<port2>\d+))?:?(?:\s|$)")
 
 
@@ -214,14 +220,22 @@ def _sysfs_lines(text: str, sections) -> list[str]:
     for command, output in sections or [(None, text)]:
         paths = re.findall(r"/sys/class/infiniband/[^\s;|&<>]+", command or "")
         single = paths[0] if len(paths) == 1 and not re.search(r"[*?{\[]", paths[0]) and re.fullmatch(SYSFS_PATH, paths[0]) else None
-        banner = None
+        banner = ibstatus = None
         for line in output.splitlines():
             s = line.strip()
             if HEAD_BANNER.match(s):
                 banner = s[3:-3].strip()
                 continue
+            if (h := IBSTATUS_HEAD.match(s)):
+                ibstatus = f"/sys/class/infiniband/{h['dev']}/ports/{h['port']}"
+                continue
             if not s:
-                banner = None
+                banner = ibstatus = None
+                continue
+            if ibstatus:
+                key, _, value = s.partition(":")
+                if (leaf := IBSTATUS_LEAF.get(key.strip())) and value.strip() != "unknown":
+                    lines.append(f"{ibstatus}/{leaf}:{value.strip()}")
                 continue
             if banner and not s.startswith("/sys/"):
                 lines.append(f"{banner}:{s}")
@@ -264,7 +278,7 @@ def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[
             continue
         dev = ROW_DEV.match(line)
         (state, phys), rate = _state_word(line), RATE.search(line)
-        if dev and (state or phys or rate):
+        if dev and dev["dev"].lower() not in ROW_LEAVES and (state or phys or rate):
             p = port_of(dev["dev"], int(dev["port"] or dev["port2"] or 1))
             p.port_state = state or p.port_state
             p.phys_state = phys or p.phys_state
