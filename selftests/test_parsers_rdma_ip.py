@@ -326,6 +326,9 @@ def test_ethtool_i_alone_and_loop_of_greps():
                                   "Failed to get IB devices list: Function not implemented\n", "No IB devices found\n",
                                   "netlink error: no device matches name (offset 24)\n"])
 def test_errors_and_foreign_text_are_refused(kind, text):
+    if (kind, text) == ("ibv_devinfo", "No IB devices found\n"):
+        assert parse(kind, text) == []  # its own answer where the machine has none: no devices, not a misreading
+        return
     with pytest.raises(ParseError, match=rf"^{kind}: expected "):
         parse(kind, text)
 

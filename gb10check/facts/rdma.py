@@ -415,6 +415,8 @@ def parse_ibv_devinfo(text: str) -> list[Hca]:
         elif key == "vendor_part_id":
             hcas[-1].vendor_part_id = _int(value)
     close_port()
+    if not hcas and re.fullmatch(r"\s*No IB devices found\s*", text):  # ibv_devinfo's own answer on a machine without one
+        return []
     if not hcas:
         raise ParseError("ibv_devinfo", "blocks starting with 'hca_id:'", text)
     return hcas
