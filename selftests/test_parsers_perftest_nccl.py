@@ -432,3 +432,125 @@ def test_perftest_report_both_side_tables_are_not_averaged_into_the_bidirectiona
             + f"\n Remote results: \n{DASH}\n{head} 65536      5000             92.10              92.05\t\t     0.175571\n{DASH}\n")
     r = perftest.parse(text)
     assert r.bidirectional and len(r.bw_rows) == 1 and r.bw_average_gbps == 184.1 and r.error is None
+
+
+# ---- audit: more failure lines, terse output, old and split nccl-tests runs ------------------------------------
+
+LAT_HEAD = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]"
+            "   99% percentile[usec]   99.9% percentile[usec] \n")
+
+
+@pytest.mark.parametrize(("lines", "first"), [
+    # a server whose client vanished: the function name comes first (perftest_communication.c)
+    ("ethernet_read_keys: Couldn't read remote address\n Unable to read to socket/rdma_cm\n"
+     " Failed to exchange data between server and clients\n", "ethernet_read_keys: Couldn't read remote address"),
+    ("poll CQ failed 1\n Failed to complete run_iter_bw function successfully\n", "poll CQ failed 1"),
+    ("Bad wc status -- 5 -- 0 \n", "Bad wc status -- 5 -- 0"),
+    ("Test exited with Error\n", "Test exited with Error"),  # ib_*_lat mains
+    ("Error occurred while running infinitely! aborting ...\n", "Error occurred while running infinitely! aborting ..."),
+    ("Received 10 times ADDR_ERROR\n", "Received 10 times ADDR_ERROR"),  # rdma_cm could not resolve the peer
+    ("\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n\n",
+     "Found Incompatibility issue with GID types."),
+    ("Function ibv_post_send failed\n", "Function ibv_post_send failed"),
+    ("VALIDATION: FAILED (CLIENT) - 12 error(s), first at QP 0, Chunk 3, Offset 64 (expected 0xa5, got 0x00)\n",
+     "VALIDATION: FAILED (CLIENT) - 12 error(s), first at QP 0, Chunk 3, Offset 64 (expected 0xa5, got 0x00)"),
+])
+def test_perftest_more_failure_lines_after_the_table_header(lines, first):
+    text = HEADER_MB.replace("RDMA_Write BW Test", "RDMA_Write Latency Test") + LAT_HEAD + lines
+    r = perftest.parse(text)
+    assert r.error == first and r.lat_rows == []  # was "no result rows": the telling line was not known
+
+
+def test_perftest_libibverbs_driver_warnings_are_warnings_and_the_banner_still_says_waiting():
+    text = ("libibverbs: Warning: couldn't load driver 'libfoo-rdmav34.so': libfoo-rdmav34.so: cannot open shared object file\n"
+            "\n************************************\n* Waiting for client to connect... *\n************************************\n")
+    r = perftest.parse(text)
+    assert r.errors == [] and r.waiting and "banner" in r.error
+    assert r.warnings == ["libibverbs: Warning: couldn't load driver 'libfoo-rdmav34.so': libfoo-rdmav34.so: cannot open "
+                          "shared object file"]
+
+
+def test_perftest_output_bandwidth_prints_the_figure_alone():
+    # --output=bandwidth: no banner, no header, no table; one "%lf" a size, in the unit the command line asked for
+    r = perftest.parse("user@gx-a:~$ ib_write_bw -d rocep1s0f1 -x 3 -D 10 --report_gbits --output=bandwidth 10.9.0.2\n"
+                       "92.481736\n")
+    assert (r.bw_average_gbps, r.bw_bytes, r.unit, r.bw_peak_gbps, r.error) == (92.482, 65536, "Gb/sec", None, None)
+    sweep = perftest.parse("$ ib_send_bw -d mlx5_1 -a --output=bandwidth 10.9.0.2\n0.842117\n1.690304\n11020.450000\n")
+    assert [x.bytes for x in sweep.bw_rows] == [2, 4, 8] and sweep.unit == "MB/sec"
+    assert sweep.bw_average_gbps == pytest.approx(11020.45 * 1048576 * 8 / 1e9, abs=0.001)
+    sized = perftest.parse("$ ib_write_bw -s 1048576 --report_gbits --output=bandwidth peer\n97.100000\n")
+    assert sized.bw_bytes == 1048576
+    lat = perftest.parse("$ ib_write_lat -d mlx5_1 --output=latency 10.9.0.2\n1.870000\n")
+    assert [(x.bytes, x.t_avg_us, x.t_min_us) for x in lat.lat_rows] == [(2, 1.87, None)] and lat.error is None
+    with pytest.raises(ParseError):  # without the command line a bare number says nothing
+        perftest.parse("92.481736\n")
+
+
+def test_perftest_multicast_test_name_and_infinite_write_server():
+    r = perftest.parse(HEADER_MB.replace("RDMA_Write BW Test", "Send BW Multicast Test")
+                       + " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+                       + " 4096       1000             9.10               9.05\t\t     0.276184\n")
+    assert r.test == "Send BW Multicast Test" and r.bw_average_gbps == 9.05
+    # the write server of a --run_infinitely run prints no rows, only that the client left
+    server = perftest.parse(HEADER_MB + " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+                            + " Client closed connection\n" + DASH + "\n")
+    assert server.bw_rows == [] and "server side of an infinite run" in server.error
+
+
+def test_nccl_wrong_counts_of_a_million_and_more_print_in_exponent_form():
+    # "#wrong" is printed "%6g": 268435456 wrong elements read "2.68435e+08"
+    row = ("  1073741824     268435456     float     sum      -1    46620   23.03   23.03  2.68435e+08"
+           "    46590   23.05   23.05  2.68435e+08\n")
+    r = nccl.parse(_two_node("", row, tail="# Out of bounds values : 536870912 FAILED\n# Avg bus bandwidth    : 23.04 \n"))
+    assert r.errors_found and r.out_of_bounds_ok is False and r.rows[0].oop_wrong == "2.68435e+08"
+    # the old "error" column is a deviation, not a count, however it is printed
+    old = nccl.parse("#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+                     "     1048576        262144   float     sum    112.3    9.34    9.34  1e+00    111.9    9.37    9.37  5e-07\n")
+    assert not old.errors_found and len(old.rows) == 1
+
+
+def test_nccl_tests_before_2_0_rank_lines_without_pid_and_time_in_ms():
+    text = """nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+# Using devices
+#   Rank  0 on  rig-07 device  0 [0x04] Tesla P100-PCIE-16GB
+#   Rank  1 on  rig-07 device  1 [0x06] Tesla P100-PCIE-16GB
+
+#                                                 out-of-place                    in-place
+#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res
+           8             2   float     sum    0.041   0.00   0.00    0e+00    0.040   0.00   0.00    0e+00
+   134217728      33554432   float     sum   12.512  10.73  10.73    0e+00   12.498  10.74  10.74    0e+00
+ Out of bounds values : 0 OK
+ Avg bus bandwidth    : 5.36
+"""
+    r = nccl.parse(text)
+    assert [(k.rank, k.host, k.pid, k.device, k.bus_id) for k in r.ranks] == [(0, "rig-07", None, 0, "0x04"),
+                                                                              (1, "rig-07", None, 1, "0x06")]
+    assert [(x.size_bytes, x.redop, x.oop_time_us, x.ip_time_us) for x in r.rows] == [(8, "sum", 41.0, 40.0),
+                                                                                       (134217728, "sum", 12512.0, 12498.0)]
+    assert r.busbw_gbps == pytest.approx((10.73 + 10.74) / 2 * 8) and r.complete and not r.errors_found
+
+
+def test_nccl_each_process_running_its_own_test_is_a_failed_multi_node_run():
+    # nccl-tests built without MPI=1 under mpirun: every process is rank 0 of its own one-node run, headers interleaved
+    def head(host: str, pid: int) -> str:
+        return ("# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1"
+                f" validation: 1 graph: 0\n#\n# Using devices\n#  Rank  0 Group  0 Pid {pid:6d} on {host:>10} device  0"
+                " [000f:01:00] NVIDIA GB10\n")
+    rows = ("  1073741824     268435456     float     sum      -1   4100.1  261.88    0.00      0   4090.2  262.52    0.00      0\n"
+            "  1073741824     268435456     float     sum      -1   4110.3  261.23    0.00      0   4095.0  262.21    0.00      0\n")
+    foot = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0 \n#\n"
+    r = nccl.parse(head("gx-left", 4711) + head("gx-right", 5822) + "#\n" + TABLE_HEAD + rows + foot + foot)
+    assert r.error == "every process ran its own test: rank 0 printed on gx-left, gx-right (nccl-tests built without MPI=1?)"
+    assert codes(judge_nccl(r, Expect(), "gx-left"))[0] == (Code.NCCL_RUN, False)
+    # two runs one after the other on the same pair of nodes: rank 0 is on the same host both times
+    twice = _two_node("", SWEEP) + _two_node("", SWEEP)
+    assert nccl.parse(twice).error is None
+
+
+def test_nccl_mpiexec_rank_labels_and_test_timeout_line():
+    text = "\n".join(f"[{n % 2}] {line}" for n, line in enumerate(_two_node("", SWEEP).splitlines()))
+    r = nccl.parse(text)
+    assert len(r.rows) == 2 and r.hosts == ["gx-left", "gx-right"] and r.complete
+    cut = nccl.parse(_two_node("", "", tail="gx-left: Test timeout (300s) common.cu:521\n"
+                                            " .. gx-left pid 4711: Test failure common.cu:1151\n"))
+    assert cut.error == "Test timeout (300s) common.cu:521"

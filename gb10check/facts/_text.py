@@ -1,8 +1,8 @@
 """Helpers shared by the parsers: the noise front end, errors, number parsing.
 
 Real outputs reach us wrapped in noise: ANSI colour, a shell prompt with the command line (with a
-virtualenv or conda prefix, or a two-line zsh prompt), `srun -l` / `mpirun --tag-output` / `pdsh`
-labels before every line, a markdown quote (`> `) or code fence (```), CR line ends, trailing spaces. `clean()` takes
+virtualenv or conda prefix, or a two-line zsh prompt), `srun -l` / `mpirun --tag-output` / `mpiexec -l` /
+`pdsh` labels before every line, a markdown quote (`> `) or code fence (```), CR line ends, trailing spaces. `clean()` takes
 all of it off once, for every parser, and keeps the command lines apart: they say which interface
 a section belongs to, or which unit `free -h` printed in. Every parser is wrapped by `@parser`, so
 `perftest.parse(text)` and `gb10check parse perftest FILE` read the same facts.
@@ -52,6 +52,7 @@ PROMPT_DECORATION = re.compile(r"^\s*┌──.*$")  # zsh two-line prompt, firs
 FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")  # a markdown code fence around a pasted output: ```, ```console
 SRUN_LABEL = re.compile(r"^\s*(\d+):(?: |$)")  # srun -l: "0: ", ranks from 0 (a PCI domain "0000:01:00.0" has no space)
 MPIRUN_LABEL = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?")
+HYDRA_LABEL = re.compile(r"^\[(\d+)\](?: |$)")  # MPICH / Intel MPI mpiexec -l, -prepend-rank: "[0] "
 PDSH_LABEL = re.compile(r"^(?P<host>[a-z0-9][a-z0-9.-]*[0-9-][a-z0-9.-]*): ")
 QUOTE = re.compile(r"^\s*> ?")
 BARE_COMMAND = re.compile(r"^\s*(?:" + TOOLS + r")(?:\s|$)")  # a command pasted without its prompt, on the first line
@@ -93,10 +94,11 @@ def _strip_labels(lines: list[str]) -> list[str]:
         return lines
     if all(MPIRUN_LABEL.match(line) for line in body):
         return [MPIRUN_LABEL.sub("", line, count=1) for line in lines]
-    ranks = [m[1] if (m := SRUN_LABEL.match(line)) else None for line in body]
-    # Rank 0 is always among srun's labels; `ip -o` lines start "1: lo ..." too, but no interface has index 0.
-    if None not in ranks and "0" in {r.lstrip("0") or "0" for r in ranks}:
-        return [SRUN_LABEL.sub("", line, count=1) for line in lines]
+    for label in (SRUN_LABEL, HYDRA_LABEL):
+        ranks = [m[1] if (m := label.match(line)) else None for line in body]
+        # Rank 0 is always among the labels; `ip -o` lines start "1: lo ..." too, but no interface has index 0.
+        if None not in ranks and "0" in {r.lstrip("0") or "0" for r in ranks}:
+            return [label.sub("", line, count=1) for line in lines]
     hosts = [m["host"] if (m := PDSH_LABEL.match(line)) else None for line in body]
     # pdsh labels repeat (a few hosts, many lines); `key: value` outputs (ethtool -i) have a new key every line.
     if len(body) >= 2 and None not in hosts and len(set(hosts)) * 2 <= len(body):

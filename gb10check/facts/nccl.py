@@ -5,8 +5,11 @@ new: size count type redop root | time algbw busbw #wrong | time algbw busbw #wr
 old: size count type redop      | time algbw busbw error  | time algbw busbw error   (`error` is a float deviation).
 nccl-tests 2.17+ options widen it: `cputime` in place of `time` (-C 1), a `timestamp` after the in-place group
 (`2025-10-28 12:34:56`, two words), and per-iteration columns in each group (`i_min i_max i_p99 i_cv%`).
-Rank lines come with or without `Group` (`#   Rank  0 Pid ...` before 2.13), with padded host names, one line
-per GPU also for a single process driving several (`-g N`).
+Rank lines come with or without `Group` (`#   Rank  0 Pid ...` before 2.13, no Pid before 2.0), with padded host names,
+one line per GPU also for a single process driving several (`-g N`). Before 2.0 the header read
+`bytes N type op time algbw busbw res`, with the time in ms. One rank number on two hosts is a failed multi-node
+run: every process ran a one-node test of its own (nccl-tests built without MPI=1).
+`#wrong` is printed %g: a million wrong elements and more read `2.68435e+08`.
 
 nccl-tests prints GB/s (10^9 bytes); bandwidth here is Gb/s (x8).
 - `avg_busbw_gbps` is the `# Avg bus bandwidth` line as printed: the mean over EVERY size of a sweep (both
@@ -79,13 +82,13 @@ class NcclTest:
     error: str | None = None  # the first "Test NCCL failure ..." / "Test CUDA failure ..." line
 
 
-RANK = re.compile(r"^#?\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
+RANK = re.compile(r"^#?\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?(?:Pid\s+(?P<pid>\d+)\s+)?on\s+(?P<host>\S+)\s+"
                   r"device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*?)\s*$")
 NCCL_LINE = re.compile(r"\bNCCL (?P<level>INFO|WARN|ABORT)\b\s*(?P<msg>.*?)\s*$")
 NCCL_VERSION = re.compile(r"\bNCCL version\s+(?P<v>\d+\.\d+\.\d+)(?:\S*?\+cuda(?P<cuda>[\d.]+))?")
 CHANNEL = re.compile(r"\b(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:\s*\d+(?:\[[^\]]*\])?\s*->\s*\d+(?:\[[^\]]*\])?\s*"
                      r"(?:\[(?:send|receive)\]\s*)?via\s+(?P<via>\S.*?)\s*$")
-FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b.*$|\bNCCL failure\b.*$")
+FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b.*$|\bNCCL failure\b.*$|\bTest timeout\b.*$")
 AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(?P<v>[\d.]+(?:e[-+]?\d+)?)")
 OOB = re.compile(r"^#?\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<word>\w+)")
 TYPES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float16", "float", "float32", "double", "float64",
@@ -110,6 +113,12 @@ def _number(value: str) -> float | None:
         return None
 
 
+def _count(value: str | None) -> int:
+    """A #wrong cell as a count: "0", "12", "2.68435e+08"; 0 for "N/A" or a fractional deviation."""
+    number = _number(value or "")
+    return int(number) if number is not None and number >= 1 and number == int(number) else 0
+
+
 def _gbps(value: str) -> float | None:
     number = _number(value)
     return None if number is None else round(number * 8, 3)
@@ -125,7 +134,8 @@ def _version_from_code(code: str) -> str | None:
     return None
 
 
-TIME_COLUMNS = ("time", "cputime")
+TIME_COLUMNS = ("time", "cputime", "time_ms")
+OLD_COLUMNS = {"bytes": "size", "N": "count", "op": "redop", "time": "time_ms", "res": "error"}
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}")
 STANDARD_GROUP = ["time", "algbw", "busbw", "#wrong"]
 PER_ITER_GROUP = STANDARD_GROUP + ["i_min", "i_max", "i_p99", "i_cv%"]
@@ -157,9 +167,13 @@ def _row(tokens: list[str], prefix: list[str], group: list[str] = STANDARD_GROUP
     def opt(d: dict, key: str, conv):
         return conv(d[key]) if key in d else None
 
+    def us(value: str) -> float | None:
+        number = _number(value)
+        return round(number * 1000, 3) if number is not None and time == "time_ms" else number
+
     return NcclRow(int(tokens[0]), int(tokens[1]), named.get("type", "?"), named.get("redop", "none"),
-                   _number(oop.get(time, "")), _gbps(oop.get("algbw", "")), _gbps(oop.get("busbw", "")), oop.get(wrong, ""),
-                   opt(ip, time, _number), opt(ip, "algbw", _gbps), opt(ip, "busbw", _gbps), ip.get(wrong),
+                   us(oop.get(time, "")), _gbps(oop.get("algbw", "")), _gbps(oop.get("busbw", "")), oop.get(wrong, ""),
+                   opt(ip, time, us), opt(ip, "algbw", _gbps), opt(ip, "busbw", _gbps), ip.get(wrong),
                    int(root) if root and re.fullmatch(r"-?\d+", root) else None)
 
 
@@ -194,10 +208,12 @@ def parse(text: str) -> NcclTest:
         s = line.strip()
         bare = s.lstrip("#").strip()
         if (m := RANK.match(s)):
-            test.ranks.append(NcclRank(int(m["rank"]), m["host"], m["name"], int(m["pid"]), int(m["dev"]), m["bus"],
-                                       int(m["group"]) if m["group"] else None))
+            test.ranks.append(NcclRank(int(m["rank"]), m["host"], m["name"], int(m["pid"]) if m["pid"] else None,
+                                       int(m["dev"]), m["bus"], int(m["group"]) if m["group"] else None))
             continue
         tokens = bare.split()
+        if {"bytes", "N", "busbw"} <= set(tokens):  # before nccl-tests 2.0: "bytes N type op time algbw busbw res", time in ms
+            tokens = [OLD_COLUMNS.get(t, t) for t in tokens]
         if "size" in tokens and "count" in tokens and "busbw" in tokens and any(t in TIME_COLUMNS for t in tokens):
             layout = _layout(tokens)
             evidence = True
@@ -239,11 +255,22 @@ def parse(text: str) -> NcclTest:
             row_layout = layout if layout is not None else _headerless_prefix(tokens)
             if row_layout and (row := _row(tokens, *row_layout)):
                 test.rows.append(row)
+                # "#wrong" counts wrong elements (printed %g: 2.68435e+08 from a million on); the old "error" column is
+                # a float deviation (5e-07), not a count
+                if "error" not in row_layout[1] and any(_count(w) for w in (row.oop_wrong, row.ip_wrong)):
+                    test.errors_found = True
         elif s.startswith("#") and re.match(r"(?:nThread|Using devices|nccl-tests version|Collective test)", bare):
             evidence = True
     test.transports = list(transports)
     test.net_gdr = any(gdr) if gdr else None
     test.hosts = list(dict.fromkeys(r.host for r in sorted(test.ranks, key=lambda r: r.rank)))
+    # One rank number on two hosts: every process ran a test of its own (nccl-tests built without MPI=1, each mpirun
+    # process rank 0 of a one-node communicator). Its rows measure each node alone, never the link between them.
+    if test.error is None and (split := [k for k in dict.fromkeys(r.rank for r in test.ranks)
+                                         if len({r.host for r in test.ranks if r.rank == k}) > 1]):
+        alone = sorted({r.host for r in test.ranks if r.rank == split[0]})
+        test.error = (f"every process ran its own test: rank {split[0]} printed on {', '.join(alone)} "
+                      "(nccl-tests built without MPI=1?)")
     if not (test.rows or test.ranks or evidence or test.complete):
         raise ParseError("nccl_tests", "nccl-tests output (a '# size count type ...' result table) or NCCL_DEBUG lines", text)
     if test.rows:
@@ -254,6 +281,4 @@ def parse(text: str) -> NcclTest:
         judged = [b for r in test.rows if r.size_bytes == largest for b in bus(r)]
         test.busbw_gbps = round(sum(judged) / len(judged), 3) if judged else None
         test.max_busbw_gbps = max((b for r in test.rows for b in bus(r)), default=None)
-        # "#wrong" counts wrong elements; the old "error" column is a float deviation, e.g. 5e-07.
-        test.errors_found = any(w is not None and w.isdigit() and int(w) > 0 for r in test.rows for w in (r.oop_wrong, r.ip_wrong))
     return test

@@ -9,6 +9,8 @@ What varies in real outputs, and how it is read:
   unknown unit are not read;
 - warning lines (`WARNING: ...`, `Conflicting CPU frequency values detected ...`) may stand between the rows;
 - `-a` sweeps print one row per message size; infinite (`--run_infinitely`) runs repeat rows of one size.
+- `--output=bandwidth|latency` prints the figure alone, one bare number a size: read only when the command line
+  says so (its unit, `-s` size or `-a` sweep come from there too);
 - `-b --report-both` prints the bidirectional rows, then " Local results:" and " Remote results:" tables of each
   side's share; those are not read as rows (the judged figure is the two directions together, as without it).
 
@@ -31,18 +33,23 @@ from .rdma import gid_ipv4
 
 MIB_PER_S_TO_GBPS = 1048576 * 8 / 1e9
 
-# Failure lines perftest prints (perftest_resources.c, perftest_communication.c, the *_bw/_lat mains).
+# Failure lines perftest prints (perftest_resources.c, perftest_communication.c, the *_bw/_lat mains), some after the
+# name of the function that failed ("ethernet_read_keys: Couldn't read remote address").
 FAILURE = re.compile(
-    r"^(?:Couldn't|Could not|Unable to|Failed to|Failed status|Failure in|Completion with error"
-    r"|Port number \d+ state is (?!Active)|No IB devices found|IB device \S+ not found"
-    r"|Mismatch in|Problems with|Error:|ERROR:|\w+ failed\b)"
+    r"^(?:[a-z]\w*: )?(?:Couldn't|Could not|Can't|Unable to|Failed\b|Failure in|Completion with error|A completion with Error"
+    r"|Port number \d+ state is (?!Active)|No IB devices found|IB device \S+ not found|Did not detect devices"
+    r"|Mismatch in|Problems? (?:with|in)\b|Error\b|ERROR:|(?:\w+ ){0,2}\w+ failed\b|Bad wc status|Poll \w+ CQ error"
+    r"|Received \d+ times ADDR_ERROR|Found Incompatibility|\w+(?: function)? exited with Error|Did not get Message"
+    r"|Invalid (?:\w+ )*(?:IP address|MTU|Command)|Link layer on port \d+ is Unknown|Internal error|VALIDATION: (?:FAILED|ERROR)"
+    r"|[Uu]nexpected CM event|bad event)"
 )
 CAUSE = re.compile(r"^Failed status \d+")  # the line after "Completion with error ..." that says why
 # "Requested mtu is higher than active mtu" / "Changing to active mtu - 3": a notice; the run goes on at the active MTU.
-WARNING = re.compile(r"^(?:WARNING:\s*(?P<msg>.*)|(?P<line>Conflicting CPU frequency values detected.*|Warning:.*"
+WARNING = re.compile(r"^(?:WARNING:\s*(?P<msg>.*)|(?P<line>Conflicting CPU frequency values detected.*|(?:libibverbs: )?Warning:.*"
+                     r"|VALIDATION: WARNING.*"
                      r"|Requested mtu is higher than active mtu.*|Changing to active mtu\b.*))$")
 BANNER = re.compile(r"^\*\s*Waiting for client\b.*\*$")  # "to connect...", "rdma_cm QP to connect"
-TEST = re.compile(r"^(?P<test>\S.*(?:BW|Latency|Lat) Test)$")
+TEST = re.compile(r"^(?P<test>\S.*(?:BW|Latency|Lat)(?: forwarding)?(?: Multicast)? Test)$")
 DASHES = re.compile(r"^-{20,}$")
 KEY = r"[A-Za-z][\w .*#/()-]*?"
 HEADER_FIELD = re.compile(rf"^(?P<key>{KEY})\s*:\s*(?P<value>\S.*?)$")
@@ -158,6 +165,22 @@ def _default_columns(command: str | None) -> tuple[str | None, list[str], str | 
     return "bw", cols + (["cpu_util"] if "--cpu_util" in command else []), unit
 
 
+def _terse(command: str | None) -> tuple[str, str | None, list[int] | None, int] | None:
+    """`--output=bandwidth|latency`: perftest prints the figure alone, one bare number a line ("92.548317").
+
+    (kind, unit, the sizes of an `-a` sweep in order or None, the one size otherwise); only the command line says it."""
+    m = re.search(r"--output[= ](bandwidth|latency)\b", command or "")
+    if not m:
+        return None
+    size = re.search(r"(?:^|\s)(?:-s\s*|--size[= ])(\d+)\b", command)
+    sweep = [2 << n for n in range(23)] if re.search(r"(?:^|\s)(?:-a|--all)(?:\s|$)", command) else None
+    if m[1] == "latency":
+        return "lat", "usec", sweep, int(size[1]) if size else 2
+    atomic = re.search(r"\bib_atomic_bw\b", command)
+    unit = "Gb/sec" if re.search(r"--report[_-]gbits?\b", command) else "MB/sec"
+    return "bw", unit, sweep, int(size[1]) if size else (8 if atomic else 65536)
+
+
 def _scale(unit: str) -> float | None:
     return {"gb/sec": 1.0, "mb/sec": MIB_PER_S_TO_GBPS, "mib/sec": MIB_PER_S_TO_GBPS}.get(unit.strip().lower())
 
@@ -181,6 +204,7 @@ def parse(text: str, command: str | None = None) -> Perftest:
         bidirectional=bool(test and "Bidirectional" in test),
     )
     kind, columns, unit = _default_columns(command)
+    terse = _terse(command)
     seen_warnings: set[str] = set()
     in_table = False
     per_side = False
@@ -222,6 +246,16 @@ def parse(text: str, command: str | None = None) -> Perftest:
             if in_table and (result.bw_rows or result.lat_rows):
                 result.complete = True
             continue
+        if terse and re.fullmatch(r"\d+\.\d+", line):
+            n = len(result.bw_rows) + len(result.lat_rows)
+            size = terse[2][n] if terse[2] and n < len(terse[2]) else terse[3]
+            if terse[0] == "bw" and (scale := _scale(terse[1])) is not None:
+                value = float(line) if scale == 1.0 else round(float(line) * scale, 4)
+                result.unit = terse[1]
+                result.bw_rows.append(BwRow(size, None, None, value, None))
+            elif terse[0] == "lat":
+                result.lat_rows.append(LatRow(size, None, None, None, None, float(line), None, None, None))
+            continue
         tokens = line.split()
         if kind is None or not tokens or not all(NUMBER.match(t) for t in tokens) or not tokens[0].isdigit():
             continue
@@ -259,7 +293,9 @@ def parse(text: str, command: str | None = None) -> Perftest:
         cause = next((e for e in result.errors[1:] if CAUSE.match(e)), None)
         result.error = f"{first}: {cause}" if first.startswith("Completion with error") and cause else first
     elif not (result.bw_rows or result.lat_rows):
-        if result.waiting and not (result.test or result.addresses):
+        if "Client closed connection" in lines:  # the write server of a --run_infinitely run: the client has the figures
+            result.error = "no result rows: the server side of an infinite run prints none (read the client's output)"
+        elif result.waiting and not (result.test or result.addresses):
             result.error = "no result rows: only the server's 'Waiting for client to connect' banner (no client came)"
         elif result.test or result.addresses or result.waiting or in_table or h.get("Device"):
             result.error = "no result rows (the run was cut short or the peer never connected)"
