@@ -92,7 +92,8 @@ def test_old_comma_address_lines_and_link_local_gid():
     assert r.bw_average_gbps == pytest.approx(6119.80 * 1048576 * 8 / 1e9, abs=0.001)
 
 
-@pytest.mark.parametrize(("flag", "expected"), [("--report_gbits ", 91.3), ("", pytest.approx(91.3 * 1048576 * 8 / 1e9, abs=0.001))])
+@pytest.mark.parametrize(("flag", "expected"), [("--report_gbits ", 91.3), ("--report_gbit ", 91.3),  # getopt takes a prefix
+                                                ("", pytest.approx(91.3 * 1048576 * 8 / 1e9, abs=0.001))])
 def test_unit_from_the_command_line_when_the_column_header_was_cut(flag, expected):
     text = f"""user@gb10-a:~$ ib_write_bw -d rocep1s0f1 -x 3 -D 5 {flag}10.0.0.2
  65536      870000           0.00               91.30              0.174120

@@ -160,7 +160,7 @@ def _default_columns(command: str | None) -> tuple[str | None, list[str], str | 
     """Rows after a cut-off column header: only a bandwidth test's command line says what its columns are."""
     if not command or not re.search(r"\bib_\w+_bw\b", command):
         return None, [], None
-    unit = "Gb/sec" if re.search(r"--report[_-]gbits\b", command) else "MB/sec"
+    unit = "Gb/sec" if re.search(r"--report[_-]g\w*", command) else "MB/sec"
     cols = ["#bytes", "#iterations", "bw peak", "bw average", "msgrate"]
     return "bw", cols + (["cpu_util"] if "--cpu_util" in command else []), unit
 
@@ -177,7 +177,7 @@ def _terse(command: str | None) -> tuple[str, str | None, list[int] | None, int]
     if m[1] == "latency":
         return "lat", "usec", sweep, int(size[1]) if size else 2
     atomic = re.search(r"\bib_atomic_bw\b", command)
-    unit = "Gb/sec" if re.search(r"--report[_-]gbits?\b", command) else "MB/sec"
+    unit = "Gb/sec" if re.search(r"--report[_-]g\w*", command) else "MB/sec"
     return "bw", unit, sweep, int(size[1]) if size else (8 if atomic else 65536)
 
 
