@@ -330,3 +330,130 @@ def test_ci_bracketed_iso_timestamps_are_taken_off():
             "10,000 tokens\n")
     log = vllm_log.parse(text)
     assert [(m.name, m.t_s) for m in log.milestones] == [("model_loaded", 0.0), ("kv_cache", 10.0)]
+
+
+# ---- audit: more layouts and failure modes (self-written, values made up) ----------------------
+
+def test_version_not_read_from_other_libraries_version_lines():
+    # "NCCL version 2.x" (a DistBackendError's tail) and "Using FlashInfer version 0.x" are not vLLM's version;
+    # only the 0.11+ start banner's logo line carries it
+    text = ("(EngineCore_DP0 pid=40) INFO 03-01 10:00:00 [flashinfer.py:1] Using FlashInfer version 0.2.9\n"
+            "[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:1, "
+            "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.26.2\n")
+    log = vllm_log.parse(text)
+    assert log.version is None and [e.name for e in log.errors] == ["nccl_error"]
+    banner = ("(APIServer pid=1) INFO 03-01 10:00:00 [utils.py:1]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.12.3\n"
+              "(APIServer pid=1) INFO 03-01 10:00:00 [utils.py:1]   █▄█▀ █     █     █     █  model   /models/toy-8b\n")
+    log = vllm_log.parse(banner)
+    assert (log.version, log.model) == ("0.12.3", "/models/toy-8b")
+
+
+def test_model_tp_and_len_from_start_arguments_when_no_engine_config_line():
+    # 0.9+ `non-default args: {...}` (a log cut before the engine's config line, or a start that failed first)
+    v1 = ("(APIServer pid=1) INFO 03-01 10:00:00 [api_server.py:1] vLLM API server version 0.10.2\n"
+          "(APIServer pid=1) INFO 03-01 10:00:00 [utils.py:1] non-default args: {'model_tag': 'org/toy-70b', 'host': '0.0.0.0', "
+          "'model': 'org/toy-70b', 'max_model_len': 16384, 'tensor_parallel_size': 2, 'gpu_memory_utilization': 0.8}\n"
+          "(APIServer pid=1) huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache "
+          "and outgoing traffic has been disabled. To enable hf.co look-ups and downloads online, set 'local_files_only' to False.\n")
+    log = vllm_log.parse(v1)
+    assert (log.model, log.tensor_parallel_size, log.max_model_len) == ("org/toy-70b", 2, 16384)
+    assert [e.name for e in log.errors] == ["hf_offline"] and "local path" in log.errors[0].hint
+    # 0.4-0.8 `args: Namespace(...)`
+    v0 = ("INFO 03-01 10:00:00 api_server.py:1] args: Namespace(host=None, port=8000, model='/models/toy', tokenizer=None, "
+          "max_model_len=4096, tensor_parallel_size=4, pipeline_parallel_size=1)\n")
+    log = vllm_log.parse(v0)
+    assert (log.model, log.tensor_parallel_size, log.max_model_len) == ("/models/toy", 4, 4096)
+    # the engine's config line wins over the arguments
+    both = v0 + "INFO 03-01 10:00:05 llm_engine.py:1] Initializing an LLM engine (v0.6.3) with config: model='/models/toy', " \
+                "max_seq_len=8192, tensor_parallel_size=4\n"
+    assert vllm_log.parse(both).max_model_len == 8192
+
+
+@pytest.mark.parametrize(("line", "name"), [
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     "dist_store_timeout"),
+    ("(EngineCore_DP0 pid=5) ERROR 03-01 10:10:00 [core.py:1] torch.distributed.DistNetworkError: The client socket has timed "
+     "out after 600000ms while trying to connect to (10.1.1.1, 29501).", "dist_store_timeout"),
+    ("(EngineCore_DP0 pid=5) ERROR 03-01 10:10:00 [core.py:1] torch.distributed.DistNetworkError: The server socket has failed "
+     "to listen on any local network address. port: 29501, useIpv6: false, code: -98, name: EADDRINUSE, message: address "
+     "already in use", "port_in_use"),
+    ("(APIServer pid=1) huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co/api/models/org/toy: "
+     "offline mode is enabled. To disable it, please unset the `HF_HUB_OFFLINE` environment variable.", "hf_offline"),
+    ("OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files and it "
+     "looks like org/toy is not the path to a directory containing a file named config.json.", "hf_offline"),
+    ("requests.exceptions.ConnectionError: (MaxRetryError('HTTPSConnectionPool(host=\\'huggingface.co\\', port=443): Max "
+     "retries exceeded with url: /api/models/org/toy (Caused by NameResolutionError(\"<c>: Failed to resolve "
+     "\\'huggingface.co\\' ([Errno -3] Temporary failure in name resolution)\"))')", "hf_offline"),
+    ("RuntimeError: NCCL error: invalid argument (run with NCCL_DEBUG=WARN for details)", "nccl_error"),
+    ("ERROR 03-01 10:30:00 [ray_utils.py:1] ValueError: Cannot provide a placement group of placement_group_specs=[{'GPU': "
+     "1.0}, {'GPU': 1.0}] within 1800 seconds. See `ray status` to make sure the cluster has enough resources.",
+     "ray_placement_timeout"),
+    ("(APIServer pid=1) ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.", "worker_died"),
+])
+def test_audit_errors_are_named(line, name):
+    log = vllm_log.parse(line + "\n")
+    assert [e.name for e in log.errors] == [name] and log.errors[0].hint
+
+
+def test_v0_engine_process_failed_to_start_is_a_failed_start():
+    # 0.6-0.8 frontend multiprocessing: the API server's last words when the engine process died while starting
+    text = ("ERROR 03-01 10:00:09 engine.py:1] CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+            "RuntimeError: Engine process failed to start. See stack trace for the root cause.\n")
+    log = vllm_log.parse(text)
+    assert log.startup_failed and log.cause.name == "cuda_oom"
+
+
+JOURNAL_LOG = """\
+Mar 01 10:00:00 spark-a vllm[2201]: (APIServer pid=2201) INFO 03-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.2
+Mar 01 10:00:50 spark-a vllm[2201]: (EngineCore_DP0 pid=2301) INFO 03-01 10:00:50 [gpu_model_runner.py:1] Model loading took 12.5 GiB and 45.0 seconds
+Mar 01 10:00:55 spark-a vllm[2201]: (EngineCore_DP0 pid=2301) INFO 03-01 10:00:55 [config.py:1] Mamba cache mode is set to 'align'
+Mar 01 10:01:00 spark-a vllm[2201]: (APIServer pid=2201) INFO:     Application startup complete.
+"""
+
+
+def test_journalctl_prefix_is_taken_off():
+    # `journalctl -u vllm` (short): before, the INFO level behind the prefix was not seen and an INFO line counted as an error
+    log = vllm_log.parse(JOURNAL_LOG)
+    assert log.errors == [] and log.startup_complete and log.version == "0.11.2"
+    assert [(m.name, m.t_s) for m in log.milestones] == [("model_loaded", 50.0), ("startup_complete", 55.0)]
+    iso = JOURNAL_LOG.replace("Mar 01 ", "2026-03-01T").replace(" spark-a", "+0000 spark-a")
+    assert vllm_log.parse(iso).errors == []
+
+
+def test_curl_i_headers_and_flat_error_event_in_a_stream():
+    # curl -i prints the response headers without curl -v's "< "
+    err = vllm_api.parse_error('HTTP/1.1 401 Unauthorized\ndate: Sun, 01 Mar 2026 10:00:00 GMT\nserver: uvicorn\n'
+                               'content-length: 24\ncontent-type: application/json\n\n{"error":"Unauthorized"}')
+    assert (err.status, err.server, err.envelope) == (401, "uvicorn", "string")
+    # 0.4-0.6 sent the flat envelope as an event inside a stream
+    s = vllm_api.parse_sse('data: {"id":"c","model":"toy","choices":[{"index":0,"delta":{"role":"assistant","content":""},'
+                           '"finish_reason":null}]}\n\ndata: {"object": "error", "message": "Input prompt (5000 tokens) is too '
+                           'long", "type": "BadRequestError", "param": null, "code": 400}\n\ndata: [DONE]\n')
+    assert s.error == "Input prompt (5000 tokens) is too long" and s.done
+
+
+def test_health_from_a_state_object_is_not_the_container_status():
+    # docker inspect --format '{{json .State}}': State.Status is "running"; the health is State.Health.Status
+    state = {"Status": "running", "Running": True, "OOMKilled": False, "Pid": 77, "ExitCode": 0,
+             "Health": {"Status": "starting", "FailingStreak": 2, "Log": [{"ExitCode": 7, "Output": "refused", "End": "x"}]}}
+    h = docker.parse_health(json.dumps(state))
+    assert (h.status, h.failing_streak, h.last_exit_code) == ("starting", 2, 7)
+    del state["Health"]
+    assert docker.parse_health(json.dumps(state)).status == "none"
+    with pytest.raises(ParseError, match="^docker_health: expected"):
+        docker.parse_health('{"Status": "running", "FailingStreak": 0}')
+
+
+def test_ps_custom_table_and_docker_ps_json():
+    # docker compose ps --format 'table {{.Service}}\t{{.Status}}\t{{.Ports}}'
+    rows = docker.parse_compose_ps("SERVICE   STATUS                     PORTS\n"
+                                   "vllm      Up 9 minutes (unhealthy)   127.0.0.1:8000->8000/tcp\n"
+                                   "ray       Exited (1) 3 minutes ago\n")
+    assert [(r.name, r.service, r.state, r.health, r.exit_code) for r in rows] == [
+        ("vllm", "vllm", "running", "unhealthy", None), ("ray", "ray", "exited", None, 1)]
+    # docker ps --format json (one object a line; "Names", no "Name")
+    line = {"Command": "\"vllm serve\"", "ID": "0a1b2c3d4e5f", "Image": "vllm/vllm-openai:v0.11.0", "Names": "vllm-a",
+            "Ports": "", "State": "exited", "Status": "Exited (137) 1 minute ago"}
+    rows = docker.parse_compose_ps(json.dumps(line) + "\n" + json.dumps({**line, "Names": "vllm-b", "State": "running",
+                                                                         "Status": "Up 1 minute"}) + "\n")
+    assert [(r.name, r.state, r.exit_code) for r in rows] == [("vllm-a", "exited", 137), ("vllm-b", "running", None)]

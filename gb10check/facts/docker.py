@@ -180,6 +180,9 @@ class Health:
     last_end: str | None = None
 
 
+HEALTH_STATES = ("healthy", "unhealthy", "starting", "none")
+
+
 @parser
 def parse_health(text: str) -> Health:
     if text.strip() in ("null", "<nil>", "<no value>"):  # --format '{{json .State.Health}}' without a healthcheck
@@ -191,10 +194,12 @@ def parse_health(text: str) -> Health:
         if d["State"].get("Health") is None:
             return Health("none", 0, None)
         d = _dict(d["State"].get("Health"))
-    elif "Health" in d and "Status" not in d:  # --format '{{json .State}}'
+    elif "Health" in d or ("Running" in d and "FailingStreak" not in d):  # --format '{{json .State}}': its Status is the container's
+        if d.get("Health") is None:
+            return Health("none", 0, None)
         d = _dict(d.get("Health"))
-    if not isinstance(d.get("Status"), str):
-        raise ParseError("docker_health", "a State.Health object with 'Status'", text)
+    if not isinstance(d.get("Status"), str) or d["Status"] not in HEALTH_STATES:
+        raise ParseError("docker_health", "a State.Health object with 'Status' (healthy, unhealthy, starting or none)", text)
     log = [e for e in d.get("Log") or [] if isinstance(e, dict)] if isinstance(d.get("Log"), list) else []
     streak = _int(d.get("FailingStreak"))
     last = log[-1] if log else {}
@@ -293,6 +298,17 @@ def _table(lines: list[str], header_at: int) -> list[dict]:
     return rows
 
 
+# The column names `docker ps` / `docker compose ps --format 'table {{.Service}}\t{{.Status}}...'` print, in any order.
+TABLE_COLUMNS = {"CONTAINER ID", "ID", "IMAGE", "COMMAND", "CREATED", "CREATED AT", "RUNNING FOR", "STATUS", "STATE", "PORTS",
+                 "NAMES", "NAME", "SERVICE", "PROJECT", "SIZE", "LABELS", "MOUNTS", "NETWORKS", "LOCAL VOLUMES", "PUBLISHERS"}
+
+
+def _custom_header(line: str) -> bool:
+    """A header of a table format: only known column names, a name (NAME(S) or SERVICE) and a STATUS or STATE among them."""
+    cols = set(re.split(r"\s{2,}", line.strip()))
+    return len(cols) >= 2 and cols <= TABLE_COLUMNS and bool(cols & {"NAME", "NAMES", "SERVICE"}) and bool(cols & {"STATUS", "STATE"})
+
+
 V1_ROW = re.compile(r"^(?P<name>\S+)\s+(?P<command>.*?)\s+(?P<state>Up(?: \((?:healthy|unhealthy|health: starting|Paused)\))?|Exit -?\d+|"
                     r"Restarting|Paused|Created|Dead|Removing)(?:\s+(?P<ports>\S.*?))?\s*$")
 
@@ -315,6 +331,8 @@ def _compose_json(text: str) -> list[ComposeService] | None:
                                      text) from None
     out = []
     for d in items:
+        if isinstance(d, dict) and not isinstance(d.get("Name"), str) and isinstance(d.get("Names"), str):
+            d = {**d, "Name": d["Names"]}  # `docker ps --format json` (or '{{json .}}') names it Names
         if not isinstance(d, dict) or not isinstance(d.get("Name"), str):
             raise ParseError("compose_ps", "compose ps JSON objects with 'Name'", text)
         ports = _str(d.get("Ports"))
@@ -338,7 +356,8 @@ def parse_compose_ps(text: str) -> list[ComposeService]:
     lines = [line for line in text.splitlines() if not is_prompt(line) and not NOISE.match(line)]
     if (found := _compose_json("\n".join(lines))) is not None:
         return found
-    header_at = next((i for i, line in enumerate(lines) if re.match(r"^\s*(?:NAMES?|CONTAINER ID|Name)\s{2,}", line)), None)
+    header_at = next((i for i, line in enumerate(lines) if re.match(r"^\s*(?:NAMES?|CONTAINER ID|Name)\s{2,}", line)
+                      or _custom_header(line)), None)
     if header_at is None:
         raise ParseError("compose_ps", "a table whose header starts with NAME (output of `docker compose ps`)", text)
     header = lines[header_at].strip()
@@ -355,7 +374,7 @@ def parse_compose_ps(text: str) -> list[ComposeService]:
     rows = _table(lines, header_at)
     if rows and not all(("STATUS" in r or "STATE" in r) for r in rows):
         raise ParseError("compose_ps", "a table with a STATUS column", text)
-    return [_service(r.get("NAME") or r.get("NAMES", ""), r.get("IMAGE", ""), r.get("SERVICE", ""),
+    return [_service(r.get("NAME") or r.get("NAMES") or r.get("SERVICE", ""), r.get("IMAGE", ""), r.get("SERVICE", ""),
                      r.get("STATUS") or r.get("STATE", ""), r.get("PORTS", "")) for r in rows]
 
 

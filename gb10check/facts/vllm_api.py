@@ -22,6 +22,7 @@ from ._text import ParseError, parser
 
 STATUS_LINE = re.compile(r"^(?:< )?HTTP/[\d.]+ (?P<code>\d{3})\b")
 RESPONSE_HEADER = re.compile(r"^< (?P<name>[\w-]+):\s*(?P<value>.*)$")
+BARE_HEADER = re.compile(r"^(?P<name>[\w-]+):\s*(?P<value>.*)$")  # curl -i prints the headers without "< "
 CURL_NOISE = re.compile(r"^(?:[*<>{}] |[*<>]$|Note: |\s*% Total|\s*Dload|\s*\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+)")
 TRAILING_STATUS = re.compile(r"^\s*(?:(?:http(?:_code|_status)?|status|HTTP)\s*[=: ]\s*)?(?P<code>[1-5]\d\d)\s*$", re.I | re.M)
 
@@ -45,11 +46,15 @@ def _json(kind: str, text: str, expected: str) -> Body:
     lines = text.splitlines()
     status = server = None
     body_lines: list[str] = []
+    in_headers = False  # after a bare status line (curl -i): headers without "< " until the blank line
     for line in lines:
         if (m := STATUS_LINE.match(line)) and not body_lines:
             status = int(m["code"])
-        elif (m := RESPONSE_HEADER.match(line)) and not body_lines:
+            in_headers = not line.startswith("<")
+        elif not body_lines and ((m := RESPONSE_HEADER.match(line)) or (in_headers and (m := BARE_HEADER.match(line)))):
             server = m["value"].strip() if m["name"].lower() == "server" else server
+        elif in_headers and not line.strip():
+            in_headers = False
         elif body_lines or line.lstrip().startswith(("{", "[", "data: {", "data:{")):
             body_lines.append(line)
     body = "\n".join(body_lines).strip()
@@ -291,9 +296,10 @@ def reassemble(events: list[dict]) -> Stream:
     usage_chunk = False
     usage: dict = {}
     for ev in events:
-        if isinstance(ev.get("error"), (dict, str)) and "choices" not in ev:
+        # vLLM's nested envelope, or the flat one older servers sent mid-stream ({"object": "error", "message": ...})
+        if (isinstance(ev.get("error"), (dict, str)) or ev.get("object") == "error") and "choices" not in ev:
             err = _error_from(ev)
-            error = error or (err.message if err else str(ev["error"]))
+            error = error or (err.message if err else str(ev.get("error") or ev.get("message")))
             continue
         model = model or _opt_str(ev.get("model"))
         if isinstance(ev.get("usage"), dict):

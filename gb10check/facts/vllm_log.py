@@ -5,7 +5,8 @@ What varies across releases and captures, and is read here:
     (0.7+), uvicorn's `INFO:     Application startup complete.`, flashinfer's `2026-06-07 19:51:28,616 - INFO - `;
   - process prefixes: `(APIServer pid=1)`, `(EngineCore_DP0 pid=947639)`, `(VllmWorker TP1 pid=7)`, `(VllmWorker rank=1 pid=7)`,
     `(Worker_TP0 pid=9)`, Ray's `(RayWorkerWrapper pid=5, ip=10.0.0.2)` and `[repeated 3x across cluster]`;
-    launcher prefixes: `docker compose logs` (`vllm-1  | `), `docker logs -t` (RFC 3339 stamp), `kubectl logs --prefix`;
+    launcher prefixes: `docker compose logs` (`vllm-1  | `), `docker logs -t` (RFC 3339 stamp), `kubectl logs --prefix`,
+    `journalctl -u` / syslog (`Jul 14 09:00:00 host vllm[2201]: `);
   - lines hard-wrapped at a fixed column by a terminal or a paste: a wrapped continuation is joined back to
     its line (milestones are found across the break, and `lines` counts log lines, not fragments);
   - phrasings: `Model loading took X GiB memory and N seconds` / `X GiB and N seconds` / `Loading model weights
@@ -29,6 +30,10 @@ RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 COMPOSE_LOGS = re.compile(r"^(?P<svc>[A-Za-z0-9][\w.-]*)\s*\| ?")
 DOCKER_TS = re.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)\]? ")  # also CI's "[...Z] "
 KUBECTL = re.compile(r"^\[pod/[^\]\s]+\] ")
+# journalctl -u vllm / a syslog file (short, short-precise, short-iso, short-full): "Jul 14 09:00:00 host vllm[2201]: "
+JOURNAL = re.compile(r"^(?:(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|"
+                     r"(?:[A-Z][a-z]{2} )?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z| [A-Z]{2,5})?) "
+                     r"\S+ [\w.@/-]+(?:\[\d+\])?: ")
 
 LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
 # vLLM's own stamp, with or without brackets around file:line (0.5.x has none) and with an optional year.
@@ -75,8 +80,23 @@ ERRORS = [
     ("collective_timeout", re.compile(r"Watchdog caught collective operation timeout"),
      "a NCCL collective timed out: another rank died or hung, or the link between the nodes dropped; read the other ranks' logs"),
     ("nccl_error", re.compile(r"NCCL error[: ].*(?:unhandled system error|unhandled cuda error|internal error|remote process exited|"
-                              r"invalid usage)|ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|ncclInvalidUsage"),
+                              r"invalid usage|invalid argument)|ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|"
+                              r"ncclInvalidUsage|ncclInvalidArgument"),
      "NCCL failed between the ranks: check NCCL_SOCKET_IFNAME / NCCL_IB_HCA, the RoCE link and the firewall; rerun with NCCL_DEBUG=INFO"),
+    # torch's TCPStore rendezvous (MASTER_ADDR:port) before NCCL and Gloo: the other ranks never joined, or this one never reached it.
+    ("dist_store_timeout", re.compile(r"DistStoreError|DistNetworkError: The client socket has (?:timed out|failed to connect)|"
+                                      r"Timed out after \d+ seconds waiting for clients|The client socket has timed out after"),
+     "torch.distributed's rendezvous timed out: a rank never joined (not started, or started with another --master-addr/port, "
+     "world size or rank), or the port is blocked between the nodes (ufw); read every rank's log"),
+    ("ray_placement_timeout", re.compile(r"Cannot provide a placement group of"),
+     "Ray never found the GPUs vLLM asked for: check `ray status` (every node joined, with its GPU) and that VLLM_HOST_IP "
+     "on each node is the address Ray registered it under"),
+    ("hf_offline", re.compile(r"OfflineModeIsEnabled|LocalEntryNotFoundError|outgoing traffic has been disabled|"
+                              r"^(?=.*huggingface\.co).*(?:couldn't connect|Max retries exceeded|Failed to resolve|name resolution)|"
+                              r"is not a local folder and is not a valid model identifier|GatedRepoError|Cannot access gated repo|"
+                              r"RepositoryNotFoundError|Invalid repository ID or local directory"),
+     "the model is neither on this node's disk nor reachable on the Hub (offline, no token, or a wrong name): give "
+     "--model a local path that exists on every node, or fill the HF cache there (gb10check sync)"),
     ("gloo_timeout", re.compile(r"[Gg]loo.*(?:[Tt]imed out|timeout|Connection refused)|Timed out.*[Gg]loo|connectFullMesh failed"),
      "Gloo rendezvous failed: check ufw, GLOO_SOCKET_IFNAME and IPv4-only settings"),
     ("shm_broadcast_stall", re.compile(r"No available shared memory broadcast block"),
@@ -103,10 +123,11 @@ ERRORS = [
     ("ray_platform_unsupported", re.compile(r"current platform \S+ does not support ray"),
      "this vLLM build cannot run the Ray executor on its platform (vLLM for CPU has no Ray device key): use "
      "deploy.executor: mp (--distributed-executor-backend mp), or a CUDA build of vLLM with Ray in the image"),
-    ("engine_core_failed", re.compile(r"EngineCore failed to start|Engine core initialization failed"),
+    ("engine_core_failed", re.compile(r"EngineCore failed to start|Engine core initialization failed|Engine process failed to start"),
      "the engine core died while starting: its cause is the error logged before this one"),
     ("worker_died", re.compile(r"AsyncEngineDeadError|EngineDeadError|Engine core proc \S+ died unexpectedly|"
-                               r"RayWorkerWrapper.*died|Worker proc \S+ died unexpectedly|WorkerProc.*(?:died|failed to start)"),
+                               r"RayWorkerWrapper.*died|Worker proc \S+ died unexpectedly|WorkerProc.*(?:died|failed to start)|"
+                               r"ActorDiedError|RayActorError|The actor died unexpectedly"),
      "the engine or a worker process died: its cause is the error logged before this one"),
 ]
 
@@ -125,7 +146,7 @@ REQUEST_ERRORS = [
 VERSION = [
     re.compile(r"Initializing an? (?:V\d )?LLM engine \(v(?P<v>[^)\s]+)\)"),
     re.compile(r"vLLM API server version (?P<v>\S+)"),
-    re.compile(r"[█▀▄ ]\s*version (?P<v>\d+\.\d+\S*)"),  # the start banner (0.11+)
+    re.compile(r"[█▀▄]\s+version (?P<v>\d+\.\d+\S*)"),  # the start banner (0.11+); not "NCCL version 2.21.5"
     re.compile(r"^vLLM version (?P<v>\d+\.\d+\S*)"),
 ]
 NCCL_VERSION = re.compile(r"vLLM is using nccl==(?P<v>\S+)")
@@ -133,6 +154,15 @@ CONFIG = {  # read from the engine's config line
     "model": re.compile(r"with config: model='(?P<v>[^']*)'"),
     "tensor_parallel_size": re.compile(r"\btensor_parallel_size=(?P<v>\d+)"),
     "max_model_len": re.compile(r"\bmax_seq_len=(?P<v>\d+)|Using max model len (?P<w>\d+)"),
+}
+# The same, from lines printed before the engine's (a log cut before it, or a rank that failed first): the start banner
+# (0.11+), `non-default args: {...}` (0.9+) and `args: Namespace(...)` (0.4-0.8). Used only where CONFIG found nothing.
+ARGS = {
+    "model": re.compile(r"[█▀▄]\s+model\s+(?P<v>\S+)\s*$|non-default args: \{.*?'model': '(?P<w>[^']*)'|"
+                        r"\bargs: Namespace\(.*?\bmodel='(?P<x>[^']*)'"),
+    "tensor_parallel_size": re.compile(r"non-default args: \{.*?'tensor_parallel_size': (?P<v>\d+)"),
+    "max_model_len": re.compile(r"non-default args: \{.*?'max_model_len': (?P<v>\d+)\b|"
+                                r"\bargs: Namespace\(.*?\bmax_model_len=(?P<w>\d+)"),
 }
 MAX_CONCURRENCY = re.compile(r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: (?P<x>[\d.]+)x")
 
@@ -196,7 +226,7 @@ def _launcher_prefixes(lines: list[str]) -> list[str]:
         lines = [COMPOSE_LOGS.sub("", line, count=1) if (m := COMPOSE_LOGS.match(line)) and m["svc"] in services else line
                  for line in lines]
         body = [line for line in lines if line.strip()]
-    for pattern in (DOCKER_TS, KUBECTL):
+    for pattern in (JOURNAL, DOCKER_TS, KUBECTL):
         if body and sum(bool(pattern.match(line)) for line in body) * 2 > len(body):
             lines = [pattern.sub("", line, count=1) for line in lines]
             body = [line for line in lines if line.strip()]
@@ -262,6 +292,7 @@ def parse(text: str) -> VllmLog:
     first: datetime | None = None
     last_time: str | None = None
     recognised = 0
+    from_args: dict = {}
     for n, record in enumerate(records, 1):
         line, level, time = _message(record)
         recognised += bool(level or time) or line != record.strip()
@@ -289,6 +320,10 @@ def parse(text: str) -> VllmLog:
             if getattr(log, key) is None and (m := pattern.search(line)):
                 value = m["v"] if m["v"] is not None else m.groupdict().get("w")
                 setattr(log, key, value if key == "model" else int(value))
+        for key, pattern in ARGS.items():
+            if key not in from_args and (m := pattern.search(line)):
+                value = next(v for v in m.groups() if v is not None)
+                from_args[key] = value if key == "model" else int(value)
         if (m := MAX_CONCURRENCY.search(line)) and log.max_concurrency is None:
             log.max_concurrency = float(m["x"])
         if level in ("INFO", "DEBUG"):
@@ -302,6 +337,9 @@ def parse(text: str) -> VllmLog:
                 if pattern.search(line):
                     _add(log.errors, name, n, line, hint)
                     break
+    for key, value in from_args.items():
+        if getattr(log, key) is None:
+            setattr(log, key, value)
     log.lines = len(records)
     if not records:
         raise ParseError("vllm_log", "vLLM server log lines", text)
