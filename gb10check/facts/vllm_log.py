@@ -88,7 +88,7 @@ ERRORS = [
                                       r"Timed out after \d+ seconds waiting for clients|The client socket has timed out after"),
      "torch.distributed's rendezvous timed out: a rank never joined (not started, or started with another --master-addr/port, "
      "world size or rank), or the port is blocked between the nodes (ufw); read every rank's log"),
-    ("ray_placement_timeout", re.compile(r"Cannot provide a placement group of"),
+    ("ray_placement_timeout", re.compile(r"Cannot provide a placement group"),
      "Ray never found the GPUs vLLM asked for: check `ray status` (every node joined, with its GPU) and that VLLM_HOST_IP "
      "on each node is the address Ray registered it under"),
     ("hf_offline", re.compile(r"OfflineModeIsEnabled|LocalEntryNotFoundError|outgoing traffic has been disabled|"
