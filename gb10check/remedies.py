@@ -75,6 +75,7 @@ class Code(str, Enum):
     NCCL_RUN = "nccl-run"
     NCCL_SOCKET = "nccl-socket-fallback"
     NCCL_BANDWIDTH = "nccl-bandwidth"
+    NCCL_WRONG_VALUES = "nccl-wrong-values"
     GPU_COMPUTE_LOW = "gpu-compute-low"
     GPU_CLOCK_LOW = "gpu-clock-low"
     GPU_COMPUTE_SPREAD = "gpu-compute-spread"
@@ -255,6 +256,9 @@ REMEDIES: dict[Code, str] = {
                            "you mean, the same on every node; vLLM's tensor-parallel all-reduce uses pynccl's library",
     Code.NCCL_SOCKET: "NCCL fell back to sockets: check NCCL_IB_HCA ({hca}) names ACTIVE devices on every node and "
                       "NCCL_IB_GID_INDEX holds RoCE v2 (see test_roce_gid and test_rdma_port_active)",
+    Code.NCCL_WRONG_VALUES: "data arrived corrupted: read the RDMA error counters (test_rdma_error_counters) and the kernel log "
+                            "for Xid errors (test_kernel_log) on every node, reseat or replace the QSFP cable, and rerun "
+                            "nccl-tests; do not serve over a path that corrupts data",
     Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "
                          "Dell GB10 pair: 22.96 GB/s all_gather bus bandwidth",
     Code.VERSION_DIFFERS: "make the {what} of {node} what {head} runs (the same BIOS via fwupdmgr or the vendor's package, "

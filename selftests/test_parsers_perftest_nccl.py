@@ -555,3 +555,4 @@ def test_nccl_mpiexec_rank_labels_and_test_timeout_line():
     cut = nccl.parse(_two_node("", "", tail="gx-left: Test timeout (300s) common.cu:521\n"
                                             " .. gx-left pid 4711: Test failure common.cu:1151\n"))
     assert cut.error == "Test timeout (300s) common.cu:521"
+

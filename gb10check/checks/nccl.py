@@ -34,6 +34,12 @@ def judge_nccl(facts: NcclTest, expect: Expect, where: str, hca: str = "") -> li
                                 "(NCCL_DEBUG=INFO not in effect?)", "channel lines via NET/IB over RoCE", warning=True, hca=hca))
     if facts.error or not facts.complete:
         return findings
+    if facts.errors_found or facts.out_of_bounds_ok is False:
+        # nccl-tests checks every element it received: a wrong one is data corrupted on the way, whatever the bandwidth
+        sizes = facts.wrong_sizes
+        seen = (f"wrong values in {len(sizes)} row(s) of the result table (#wrong > 0 at {', '.join(map(str, sizes[:3]))} bytes"
+                f"{' ...' if len(sizes) > 3 else ''})" if sizes else "'# Out of bounds values' FAILED")
+        findings.append(Finding(Code.NCCL_WRONG_VALUES, where, seen, "0 wrong values at every size"))
     busbw = facts.busbw_gbps if facts.busbw_gbps is not None else facts.avg_busbw_gbps
     if busbw is None or busbw < expect.min_nccl_busbw_gbps:
         size = max((r.size_bytes for r in facts.rows), default=0)

@@ -72,6 +72,7 @@ class NcclTest:
     max_busbw_gbps: float | None = None
     out_of_bounds_ok: bool | None = None
     errors_found: bool = False  # any #wrong > 0 (the old float "error" column is a deviation, not a count)
+    wrong_sizes: list[int] = field(default_factory=list)  # the sizes (bytes) whose rows counted wrong values
     complete: bool = False  # the "# Avg bus bandwidth" line was printed: the run was not cut
     transports: list[str] = field(default_factory=list)  # from channel lines: "NET/IB", "NET/Socket", "P2P", "SHM"
     net_gdr: bool | None = None  # NET channel lines with /GDRDMA (GPU Direct RDMA); None without NET channels
@@ -259,6 +260,7 @@ def parse(text: str) -> NcclTest:
                 # a float deviation (5e-07), not a count
                 if "error" not in row_layout[1] and any(_count(w) for w in (row.oop_wrong, row.ip_wrong)):
                     test.errors_found = True
+                    test.wrong_sizes.append(row.size_bytes)
         elif s.startswith("#") and re.match(r"(?:nThread|Using devices|nccl-tests version|Collective test)", bare):
             evidence = True
     test.transports = list(transports)
