@@ -389,7 +389,9 @@ def test_ufw_allows_reads_ranges_and_not_app_names_as_everything():
     text = UFW_PLAIN_APPS.replace("Status: active", "Status: active\nDefault: deny (incoming), allow (outgoing), disabled (routed)")
     status = parse("ufw_status", text)
     assert status.allows("169.254.10.0/24", 29505, "tcp")
-    assert status.allows("169.254.10.0/24", 29511, "tcp")  # by "Anywhere on enp1s0f0np0": interfaces are not told apart
+    assert status.allows("169.254.10.0/24", 29511, "tcp")  # by "Anywhere on enp1s0f0np0", with no netdevs told
+    assert status.allows("169.254.10.0/24", 29511, "tcp", netdevs={"enp1s0f0np0"})  # a QSFP netdev's rule
+    assert not status.allows("169.254.10.0/24", 29511, "tcp", netdevs={"enP2p1s0f0np0"})  # another interface's rule
     status = parse("ufw_status", text.replace("Anywhere on enp1s0f0np0    ALLOW       Anywhere\n", ""))
     assert not status.allows("169.254.10.0/24", 29511, "tcp")
     assert not status.allows("10.20.1.0/24")  # "Apache Full" allows its ports only, not everything from there
@@ -454,3 +456,23 @@ def test_user_rules_apps_interfaces_routes_comments_old_tuples():
     assert (t[3].route, t[3].interface_in, t[3].interface_out) == (True, "eth1", "eth0")
     assert (t[4].action, t[4].direction) == ("deny", "in")  # the old 6-field form: direction in
     assert rules.allows("169.254.3.0/24") and not rules.allows("10.0.0.0/8")
+
+
+def test_ufw_limit_accepts_and_a_rule_on_another_interface_does_not_carry_the_qsfp_subnet():
+    """`ufw limit ssh` (LIMIT: accepted unless one source opens more than 6 connections in 30 s) allows; a subnet allowed
+    only `on docker0` is not allowed on the QSFP netdevs (the firewall judge is told them)."""
+    from gb10check.checks import firewall
+
+    text = ("Status: active\nDefault: deny (incoming), allow (outgoing), disabled (routed)\n\n"
+            "To                         Action      From\n--                         ------      ----\n"
+            "22/tcp                     LIMIT IN    Anywhere\n"
+            "Anywhere on docker0        ALLOW IN    169.254.0.0/16\n")
+    status = parse("ufw_status", text)
+    assert status.allows("169.254.0.0/16", 22, "tcp")
+    assert status.allows("169.254.0.0/16") and not status.allows("169.254.0.0/16", netdevs={"enp1s0f0np0"})
+    found = firewall.judge("pgx-30", status, None, "ENABLED=yes\n", "", ["169.254.0.0/16"], ["22/tcp"], {"enp1s0f0np0"})
+    assert [(f.code.value, f.seen) for f in found] == [
+        ("ufw-source", "ufw active, default deny incoming, no rule allowing 169.254.0.0/16")]
+    user = parse("ufw_user_rules", "*filter\n### RULES ###\n\n### tuple ### limit tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n"
+                                   "### tuple ### allow any any 0.0.0.0/0 any 169.254.0.0/16 in_docker0\n\n### END RULES ###\n")
+    assert user.allows("169.254.0.0/16", 22) and not user.allows("169.254.0.0/16", netdevs={"enp1s0f0np0"})

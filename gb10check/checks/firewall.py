@@ -9,12 +9,14 @@ from ..verdict import Finding
 
 
 def judge(node: str, status: ufw.UfwStatus, user_rules: ufw.UserRules | None, ufw_conf: str, live_input: str,
-          sources: list[str], ports: list[str]) -> list[Finding]:
+          sources: list[str], ports: list[str], qsfp_netdevs: set[str] | None = None) -> list[Finding]:
+    """The QSFP subnets allowed by a rule on any interface or on a QSFP netdev (one `on docker0` does not carry them);
+    the ports (the API's, reached from the LAN) by a rule on any interface."""
     if not status.active:
         return []
     findings = []
     for source in sources:
-        if not status.allows(source):
+        if not status.allows(source, netdevs=qsfp_netdevs):
             by_hand = _live_accepts(live_input, source)
             if by_hand:
                 findings.append(Finding(Code.UFW_NOT_PERSISTED, node, f"{source} accepted only by a hand-made iptables rule "
@@ -22,7 +24,7 @@ def judge(node: str, status: ufw.UfwStatus, user_rules: ufw.UserRules | None, uf
             else:
                 findings.append(Finding(Code.UFW_SOURCE, node, f"ufw active, default {status.default_incoming or '?'} incoming, "
                                         f"no rule allowing {source}", f"traffic from {source} allowed", source=source))
-        elif user_rules is not None and not user_rules.allows(source):
+        elif user_rules is not None and not user_rules.allows(source, netdevs=qsfp_netdevs):
             findings.append(Finding(Code.UFW_NOT_PERSISTED, node, f"{source} allowed now but not in /etc/ufw/user.rules",
                                     "the rule persisted in /etc/ufw/user.rules", source=source))
     for port_proto in ports:

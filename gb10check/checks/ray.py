@@ -156,7 +156,7 @@ def judge_ports(cluster: Cluster, node: Node, status: UfwStatus) -> list[Finding
     for link in node.links:
         source = _source(cluster, link.ip, link.address.network)
         for port, what in cross_node_ports(cluster, node):
-            if not status.allows(source, port, "tcp"):
+            if not status.allows(source, port, "tcp", netdevs={l.netdev for l in node.links}):
                 f.append(Finding(Code.RAY_PORT_NOT_ALLOWED, f"{node.name}:{link.netdev}", f"ufw active (default "
                                  f"{status.default_incoming or '?'} incoming), no rule allowing {source} to {port}/tcp",
                                  f"{port}/tcp ({what}) allowed from {source}", node=node.name, source=source, port=port,

@@ -114,10 +114,14 @@ class UfwStatus:
     new_profiles: str | None = None
     rules: list[UfwRule] = field(default_factory=list)
 
-    def allows(self, source: str, port: int | None = None, proto: str = "tcp") -> bool:
-        """First matching rule wins, as in ufw; then the incoming default."""
+    def allows(self, source: str, port: int | None = None, proto: str = "tcp", netdevs: set[str] | None = None) -> bool:
+        """First matching rule wins, as in ufw; then the incoming default. A rule bound to an interface (`on docker0`)
+        applies only where traffic arrives on it: given `netdevs` (the QSFP ones), only rules on those count. LIMIT
+        accepts (it drops only a source opening more than 6 connections in 30 s)."""
         for rule in self.rules:
             if rule.direction != "IN" or rule.to.v6 or rule.source.v6:
+                continue
+            if netdevs is not None and rule.to.interface is not None and rule.to.interface not in netdevs:
                 continue
             if not rule.source.covers_address(source) or rule.source.port is not None or rule.source.app:
                 continue
@@ -125,7 +129,7 @@ class UfwStatus:
                 continue
             if port is not None and not rule.to.covers_port(port, proto):
                 continue
-            return rule.action == "ALLOW"
+            return rule.action in ("ALLOW", "LIMIT")
         return self.default_incoming == "allow" if self.default_incoming else not self.active
 
 
@@ -188,9 +192,12 @@ class UserRules:
     iptables_rules: int  # "-A ..." lines, all chains
     complete: bool = True  # ends with COMMIT (ufw itself calls a file without it truncated)
 
-    def allows(self, source: str, port: int | None = None, proto: str = "tcp") -> bool:
+    def allows(self, source: str, port: int | None = None, proto: str = "tcp", netdevs: set[str] | None = None) -> bool:
+        """As UfwStatus.allows, on the tuples ufw persisted."""
         for t in self.tuples:
-            if t.direction != "in" or t.action != "allow" or t.route:
+            if t.direction != "in" or t.action not in ("allow", "limit") or t.route:
+                continue
+            if netdevs is not None and t.interface_in is not None and t.interface_in not in netdevs:
                 continue
             src = Endpoint("any" if t.src in ("0.0.0.0/0", "::/0", "any") else t.src, None, None, None, False)
             dst = Endpoint("any", None if t.dport == "any" else t.dport, None if t.proto == "any" else t.proto, None, False)

@@ -17,4 +17,5 @@ def test_firewall(node, cluster):
     conf = gather.output(node, gather.UFW_CONF, sudo=True)  # unreadable: NOT CHECKED, never "not enabled at boot"
     live = gather.result(node, gather.UFW_LIVE, sudo=True).stdout
     fw = cluster.expect.firewall
-    report(firewall.judge(node.name, status, rules, conf, live, [str(s) for s in fw.sources], fw.ports))
+    report(firewall.judge(node.name, status, rules, conf, live, [str(s) for s in fw.sources], fw.ports,
+                          {link.netdev for link in node.spec.links}))
