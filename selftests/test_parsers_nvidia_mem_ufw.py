@@ -476,3 +476,138 @@ def test_ufw_limit_accepts_and_a_rule_on_another_interface_does_not_carry_the_qs
     user = parse("ufw_user_rules", "*filter\n### RULES ###\n\n### tuple ### limit tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n"
                                    "### tuple ### allow any any 0.0.0.0/0 any 169.254.0.0/16 in_docker0\n\n### END RULES ###\n")
     assert user.allows("169.254.0.0/16", 22) and not user.allows("169.254.0.0/16", netdevs={"enp1s0f0np0"})
+
+
+# ---- more layouts of nvidia-smi, free and /proc/meminfo (names and values made up) --------------------------------
+
+# Drivers 304-310: no Persistence-M in the name cell, MB (not MiB) after the memory utilization, `Compute processes:`.
+TABLE_304_NO_PERSISTENCE_MB = """\
+Mon Jan  7 10:00:00 2013
++------------------------------------------------------+
+| NVIDIA-SMI 4.304.64   Driver Version: 304.64         |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name                     | Bus-Id        Disp.  | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap| Memory-Usage         | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  Tesla K10.G1.8GB         | 0000:05:00.0     Off |                    0 |
+| N/A   52C    P0   110W / 117W |   3%  129MB / 3583MB |     91%      Default |
++-------------------------------+----------------------+----------------------+
+|   1  Tesla K10.G1.8GB         | 0000:06:00.0     Off |                    0 |
+| N/A   40C    P8    18W / 117W |   0%    9MB / 3583MB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+
++-----------------------------------------------------------------------------+
+| Compute processes:                                               GPU Memory |
+|  GPU       PID  Process name                                     Usage      |
+|=============================================================================|
+|    0     20417  ./lattice_qcd                                        118MB  |
++-----------------------------------------------------------------------------+
+"""
+
+# Driver 319 on a GeForce: Persistence-M is there, memory in MB, and the process list is Not Supported.
+TABLE_319_GEFORCE_PROCS_NOT_SUPPORTED = """\
++------------------------------------------------------+
+| NVIDIA-SMI 5.319.49   Driver Version: 319.49         |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GeForce GTX 660     Off  | 0000:01:00.0     N/A |                  N/A |
+| 33%   38C  N/A     N/A /  N/A |      250MB /  2047MB |     N/A      Default |
++-------------------------------+----------------------+----------------------+
+
++-----------------------------------------------------------------------------+
+| Compute processes:                                               GPU Memory |
+|  GPU       PID  Process name                                     Usage      |
+|=============================================================================|
+|    0            Not Supported                                               |
++-----------------------------------------------------------------------------+
+"""
+
+
+def test_table_304_without_persistence_column_and_mb_units():
+    smi = parse("nvidia_smi", TABLE_304_NO_PERSISTENCE_MB)
+    assert (smi.driver_version, smi.cuda_version, len(smi.gpus), smi.truncated) == ("304.64", None, 2, False)
+    g = smi.gpus[0]
+    assert (g.index, g.name, g.bus_id, g.persistence_mode, g.ecc) == (0, "Tesla K10.G1.8GB", "0000:05:00.0", "N/A", "0")
+    assert (g.memory_used_gib, g.memory_total_gib, g.gpu_util_pct, g.power_draw_w) == (round(129 / 1024, 3),
+                                                                                      round(3583 / 1024, 3), 91.0, 110.0)
+    assert smi.gpus[1].perf == "P8"
+    assert smi.processes_listed
+    assert [(p.gpu, p.pid, p.name, p.used_gib) for p in smi.processes] == [(0, 20417, "./lattice_qcd", round(118 / 1024, 3))]
+
+
+def test_table_319_mb_and_process_list_not_supported():
+    smi = parse("nvidia_smi", TABLE_319_GEFORCE_PROCS_NOT_SUPPORTED)
+    g = smi.gpus[0]
+    assert (g.name, g.persistence_mode, g.memory_used_gib, g.memory_total_gib) == ("GeForce GTX 660", "Off",
+                                                                                    round(250 / 1024, 3), round(2047 / 1024, 3))
+    assert smi.processes == [] and not smi.processes_listed  # the tool could not list them: not "none running"
+
+
+def test_table_after_a_lost_gpu_keeps_the_error_line():
+    # R5xx: nvidia-smi names the GPU it cannot reach, then prints the table of the others
+    text = "Unable to determine the device handle for GPU0000:0F:00.0: Unknown Error\n" + TABLE_GH200_AND_MIG
+    smi = parse("nvidia_smi", text)
+    assert [g.index for g in smi.gpus] == [0]
+    assert smi.errors == ["Unable to determine the device handle for GPU0000:0F:00.0: Unknown Error"]
+    assert parse("nvidia_smi", TABLE_GH200_AND_MIG).errors == []
+
+
+def test_table_lost_gpu_alone_is_a_parse_error_naming_it():
+    with pytest.raises(ParseError, match="Unable to determine the device handle"):
+        parse("nvidia_smi", "$ nvidia-smi\nUnable to determine the device handle for GPU 0000:0B:00.0: GPU is lost.  "
+                            "Reboot the system to recover this GPU\n")
+
+
+def test_table_cuda_version_err_is_none():
+    # WSL / GPU-P guests with a broken libcuda print `CUDA Version: ERR!`
+    smi = parse("nvidia_smi", TABLE_GH200_AND_MIG.replace("CUDA Version: 12.6    ", "CUDA Version: ERR!    "))
+    assert (smi.driver_version, smi.cuda_version, len(smi.gpus)) == ("560.35.03", None, 1)
+
+
+def test_query_compute_apps_with_no_process_is_no_rows():
+    assert parse("nvidia_smi_query", "$ nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv\n"
+                                     "pid, process_name, used_gpu_memory [MiB]\n") == []
+    assert parse("nvidia_smi_query", "$ nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader\n") == []
+    with pytest.raises(ParseError, match="at least one CSV row"):  # a GPU query always has a row per GPU
+        parse("nvidia_smi_query", "$ nvidia-smi --query-gpu=name --format=csv\nname\n")
+
+
+def test_query_compute_apps_noheader_name_is_the_process_name():
+    # --query-compute-apps: `name` is process_name's alias (the header prints process_name), gpu_name the GPU's
+    text = "$ nvidia-smi --query-compute-apps=gpu_name,pid,name --format=csv,noheader\nNVIDIA GB10, 4242, VLLM::EngineCore\n"
+    assert parse("nvidia_smi_query", text) == [{"name": "NVIDIA GB10", "pid": 4242, "process_name": "VLLM::EngineCore"}]
+
+
+FREE_M_BODY = ("               total        used        free      shared  buff/cache   available\n"
+               "Mem:          124610       87143        3066           2       34401       37467\n"
+               "Swap:          16383           0       16383\n")
+
+
+@pytest.mark.parametrize("command", ["free -mt", "free -tm", "free -t -m", "free -wm", "free -lm", "free --mebi -t",
+                                     "ssh -t node-2 free -m", "docker exec -it box free -m", "watch -n1 free -m"])
+def test_free_unit_from_free_own_flags_only(command):
+    # short options cluster (-mt is -m -t); -t is --total, not tera; flags of ssh/docker before `free` are not free's
+    facts = parse("free", f"$ {command}\n{FREE_M_BODY}")
+    assert (facts["unit_from"], facts["mem_total_gib"], facts["mem_available_gib"]) == ("command", 121.689, 36.589)
+
+
+def test_free_prose_before_the_output_is_no_header():
+    facts = parse("free", f"memory looks low here\n$ free -m\n{FREE_M_BODY}")
+    assert (facts["mem_total_gib"], facts["swap_total_gib"]) == (121.689, 15.999)
+
+
+def test_free_chinese_full_width_colon():
+    text = ("               总计         已用        空闲      共享    缓冲/缓存    可用\n"
+            "内存：      16254280     4066212     8637876      513392     3550192    11362648\n"
+            "交换：       2097148           0     2097148\n")
+    facts = parse("free", text)
+    assert (facts["mem_total_gib"], facts["mem_available_gib"], facts["swap_total_gib"]) == (15.501, 10.836, 2.0)
+
+
+def test_meminfo_grep_with_file_names():
+    text = ("$ grep -H Mem /proc/meminfo\n/proc/meminfo:MemTotal:       127600816 kB\n"
+            "/proc/meminfo:MemFree:         3139656 kB\n/proc/meminfo:MemAvailable:   38366256 kB\n")
+    facts = parse("meminfo", text)
+    assert (facts["mem_total_gib"], facts["mem_available_gib"]) == (121.69, 36.589)

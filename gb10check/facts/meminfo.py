@@ -9,7 +9,7 @@ taken as 0, so an upper bound), when those lines are there.
 
 free: the unit of a value comes from its suffix (`3.6G`, `143M`, `0B`, `15Gi`, `1,5Gi`: procps
 before 3.3.12 printed G/M without the i, in the same 1024 steps; with `--si` they are powers of
-1000), else from the command line's flag (-b -k -m -g -t, --kibi ..., --kilo ... with --si),
+1000), else from the command line's flag (-b -k -m -g, --tebi ..., --kilo ... with --si; -t is --total),
 else from magnitude by one documented rule (see FREE_MAGNITUDE_RULE); the facts say which
 (`unit_from`). Old procps (before 3.3.10) prints `buffers`/`cached` columns and a
 `-/+ buffers/cache:` line and no `available`: then `mem_available_gib` is that line's free column,
@@ -30,7 +30,8 @@ def snake(name: str) -> str:
     return re.sub(r"_+", "_", name).lower()
 
 
-MEMINFO_LINE = re.compile(r"^\s*(?:Node (?P<node>\d+) )?([A-Za-z][A-Za-z0-9_()]*):\s+(\d+)(?:\s+(kB))?\s*$")
+# `grep -H` (or grep over several files) puts the file's name first: "/proc/meminfo:MemTotal: ...".
+MEMINFO_LINE = re.compile(r"^\s*(?:\S*meminfo:)?(?:Node (?P<node>\d+) )?([A-Za-z][A-Za-z0-9_()]*):\s+(\d+)(?:\s+(kB))?\s*$")
 
 
 @parser
@@ -73,7 +74,7 @@ def parse_meminfo(text: str) -> dict[str, float | None]:
 KIB = {"B": 1 / 1024, "K": 1, "M": 1024, "G": 1024**2, "T": 1024**3, "P": 1024**4}
 SI_KIB = {"B": 1 / 1024, "K": 1000 / 1024, "M": 1000**2 / 1024, "G": 1000**3 / 1024, "T": 1000**4 / 1024, "P": 1000**5 / 1024}
 FLAGS = {"-b": "B", "--bytes": "B", "-k": "K", "--kibi": "K", "--kilo": "k", "-m": "M", "--mebi": "M", "--mega": "m",
-         "-g": "G", "--gibi": "G", "--giga": "g", "-t": "T", "--tebi": "T", "--tera": "t", "--peta": "p", "--pebi": "P"}
+         "-g": "G", "--gibi": "G", "--giga": "g", "--tebi": "T", "--tera": "t", "--peta": "p", "--pebi": "P"}
 UNIT_NAME = {"B": "B", "K": "KiB", "M": "MiB", "G": "GiB", "T": "TiB", "P": "PiB"}
 FREE_MAGNITUDE_RULE = ("bare numbers and no command line: the unit is the first of KiB, MiB, GiB, bytes for which Mem total "
                        "lies between 1 GiB and 16 TiB (KiB is free's default; a machine under 1 GiB needs its command line)")
@@ -83,17 +84,24 @@ NEW_COLUMNS = ["total", "used", "free", "shared", "buff/cache", "available"]
 WIDE_COLUMNS = ["total", "used", "free", "shared", "buffers", "cache", "available"]
 OLD_COLUMNS = ["total", "used", "free", "shared", "buffers", "cached"]
 VALUE = re.compile(r"^(\d+(?:[.,]\d+)?)([KMGTPB]?)(i?)B?$")
-ROW = re.compile(r"^\s*(?P<label>-/\+ [^:]+|[^\s:]+):\s+(?P<values>\d.*)$")
+# The label's colon is a full-width one in Chinese (内存：), and may follow a space in other locales.
+ROW = re.compile(r"^\s*(?P<label>-/\+ [^:]+|[^\s:：]+) ?[:：]\s*(?P<values>\d.*)$")
 
 
 def _flag_unit(command: str | None, unit_flag: str | None) -> str | None:
-    flags = [unit_flag] if unit_flag else re.findall(r"(?:^|\s)(--?[a-z]+)", command or "")
+    # Only free's own arguments count: `ssh -t host free -m`, `docker exec -it c free -g` have flags before it.
+    args = re.search(r"(?:^|[\s/;|&(])free((?:\s+[^\s|;&)]+)*)", command or "")
+    flags = [unit_flag] if unit_flag else re.findall(r"(?:^|\s)(--[a-z]+|-[a-z]+)", args[1] if args else "")
+    # Short options cluster: `free -mt`, `free -wh` are `-m -t`, `-w -h`.
+    flags = [f for flag in flags for f in ([flag] if flag.startswith("--") else ["-" + c for c in flag[1:]])]
     si = "--si" in flags
+    if "-h" in flags or "--human" in flags:
+        return None  # human-readable: every value carries its suffix
     for flag in flags:
         unit = FLAGS.get(flag)
         if unit:
             return unit.upper() + ("si" if unit.islower() or si else "")
-    if command and re.search(r"(?:^|[\s/;|])free(?:\s|$)", command) and not re.search(r"\s(-h|--human)\b", command):
+    if args and not unit_flag:
         return "K"  # `free` with no unit flag prints KiB
     return None
 
@@ -115,7 +123,9 @@ def parse_free(text: str, unit_flag: str | None = None, command: str | None = No
     if not rows:
         raise ParseError("free", "a 'total used free ...' header and a 'Mem:' line (output of `free`)", text)
     old = any(label.startswith("-/+") for label, _ in rows)
-    header = next((line.split() for line in lines if not ROW.match(line) and len(line.split()) >= 3
+    # The header is the last line without digits above the first row: prose pasted before it is no header.
+    first_row = next(n for n, line in enumerate(lines) if ROW.match(line))
+    header = next((line.split() for line in reversed(lines[:first_row]) if len(line.split()) >= 3
                    and not re.search(r"\d", line)), None)
     mem_values = next((v for label, v in rows if label == "Mem"), rows[0][1])
     columns = _columns(header, len(mem_values), old)

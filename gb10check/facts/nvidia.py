@@ -89,9 +89,12 @@ class NvidiaSmi:
     cuda_version: str | None  # None in old tables (no CUDA Version) and for N/A
     gpus: list[SmiGpu] = field(default_factory=list)
     processes: list[SmiProcess] = field(default_factory=list)
-    processes_listed: bool = False  # False: the text has no Processes section (trimmed, truncated, -q ...)
+    processes_listed: bool = False  # False: no Processes section (trimmed, truncated, -q ...), or it says Not Supported
     truncated: bool = False  # the GPU table stops before its closing line; `gpus` holds the complete GPU rows
     forward_compat: ForwardCompat | None = None
+    # Lines about GPUs nvidia-smi could not read, printed before the table of the others (or instead of it):
+    # "Unable to determine the device handle for GPU0000:0F:00.0: Unknown Error", "... GPU is lost ...".
+    errors: list[str] = field(default_factory=list)
 
 
 # R610 and later print `KMD Version:` (the kernel-mode driver) and `CUDA UMD Version:` in place of `Driver Version:` and
@@ -103,8 +106,12 @@ RULE_ROW = re.compile(r"^\s*\|[=|+]+\|\s*$")
 BUS_ID = re.compile(r"^([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])(?:\s+(\S+))?$")
 PERSISTENCE = r"On|Off|WDDM|TCC|N/A"
 GPU_CELL = re.compile(rf"^(\d+)\s+(.+?)\s+({PERSISTENCE})$")
-MIB = re.compile(r"^(\d+)\s*MiB\s*/\s*(\d+)\s*MiB$")
-PROC = re.compile(r"^(\d+|N/A)\s+(?:(\S+)\s+(\S+)\s+)?(\d+)\s+(?:(C\+G|M\+C|C|G|M)\s+)?(.+?)\s+(\d+\s*MiB|N/A)$")
+# Drivers 304-310 print no Persistence-M in the name cell (the header says `GPU  Name` alone).
+GPU_CELL_NO_PM = re.compile(r"^(\d+)\s+(.+?)()$")
+# Drivers before 331 print MB (the same 1024 steps as MiB); 304-310 put the memory utilization first: "1%   69MB / 5375MB".
+MIB = re.compile(r"^(?:\d+%\s+)?(\d+)\s*Mi?B\s*/\s*(\d+)\s*Mi?B$")
+PROC = re.compile(r"^(\d+|N/A)\s+(?:(\S+)\s+(\S+)\s+)?(\d+)\s+(?:(C\+G|M\+C|C|G|M)\s+)?(.+?)\s+(\d+\s*Mi?B|N/A)$")
+GPU_ERROR = re.compile(r"Unable to determine the device handle for GPU|GPU is lost", re.I)
 
 
 def _cells(line: str) -> list[str] | None:
@@ -119,11 +126,11 @@ def _watts(text: str) -> float | None:
     return to_float(text.removesuffix("W").strip()) if text else None
 
 
-def _gpu(rows: list[list[str]]) -> SmiGpu | None:
+def _gpu(rows: list[list[str]], gpu_cell: re.Pattern = GPU_CELL) -> SmiGpu | None:
     """One GPU from the rows of its block (2 rows in old tables, 3 with `MIG M.`); None if the first row is not a GPU."""
-    if len(rows[0]) < 2 or not (g := GPU_CELL.match(rows[0][0])) or not (b := BUS_ID.match(rows[0][1])):
+    if len(rows[0]) < 2 or not (g := gpu_cell.match(rows[0][0])) or not (b := BUS_ID.match(rows[0][1])):
         return None
-    gpu = SmiGpu(int(g[1]), g[2].strip(), g[3], b[1], "", display_active=b[2],
+    gpu = SmiGpu(int(g[1]), g[2].strip(), g[3] or "N/A", b[1], "", display_active=b[2],
                  ecc=rows[0][2] if len(rows[0]) > 2 and rows[0][2] else None)
     if len(rows) > 1 and len(rows[1]) >= 2:
         fan_temp_perf_power, memory = rows[1][0], rows[1][1]
@@ -166,24 +173,29 @@ def parse_smi(text: str) -> NvidiaSmi:
     m = HEADER.search(text)
     if not m:
         why = next((line.strip() for line in text.splitlines()
-                    if re.search(r"NVIDIA-SMI has failed|No devices were found|couldn't communicate", line)), None)
+                    if re.search(r"NVIDIA-SMI has failed|No devices were found|couldn't communicate", line)
+                    or GPU_ERROR.search(line)), None)
         raise ParseError("nvidia_smi", "the nvidia-smi table header 'NVIDIA-SMI X  Driver Version: Y  [CUDA Version: Z]' "
                                        "(R610+: 'KMD Version: Y  CUDA UMD Version: Z')",
                          why or text)
-    cuda = m["cuda"] if m["cuda"] and m["cuda"] != "N/A" else None
+    cuda = m["cuda"] if m["cuda"] and m["cuda"][0].isdigit() else None  # N/A, or ERR! (a broken libcuda in a container)
     compat = _forward_compat(text[: m.start()])
     # Inside a forward-compat container the table's CUDA Version is the compat library's; the driver stays the kernel's.
     driver = compat.kernel_driver_version if compat and compat.kernel_driver_version else m["driver"]
-    smi = NvidiaSmi(m["smi"], driver, cuda, forward_compat=compat)
+    smi = NvidiaSmi(m["smi"], driver, cuda, forward_compat=compat,
+                    errors=[line.strip() for line in text[: m.start()].splitlines() if GPU_ERROR.search(line)])
     lines = text[m.end():].splitlines()[1:]
 
     # GPU section: header rows up to the `|===|` rule, then blocks of as many rows, each block closed by `+---+`
     # (or the next GPU's first row in tables that do not separate GPUs).
     n = 0
     header_rows = 0
+    gpu_cell = GPU_CELL
     while n < len(lines) and not RULE_ROW.match(lines[n]):
-        if _cells(lines[n]) is not None:
+        if (cells := _cells(lines[n])) is not None:
             header_rows += 1
+            if header_rows == 1 and re.match(r"GPU\s+Name\s*$", cells[0]):
+                gpu_cell = GPU_CELL_NO_PM
         n += 1
     n += 1
     block: list[list[str]] = []
@@ -193,28 +205,28 @@ def parse_smi(text: str) -> NvidiaSmi:
         cells = _cells(line)
         if cells is None:
             if SEPARATOR.match(line):
-                if block and (gpu := _gpu(block)) and len(block) >= header_rows:
+                if block and (gpu := _gpu(block, gpu_cell)) and len(block) >= header_rows:
                     smi.gpus.append(gpu)
                 block = []
-                if not (n + 1 < len(lines) and _cells(lines[n + 1]) and GPU_CELL.match(_cells(lines[n + 1])[0])):
+                if not (n + 1 < len(lines) and _cells(lines[n + 1]) and gpu_cell.match(_cells(lines[n + 1])[0])):
                     closed = True
                     break
                 continue
             break  # a blank line or other text ends the GPU section
-        if GPU_CELL.match(cells[0]) and block:
-            if (gpu := _gpu(block)) and len(block) >= header_rows:
+        if gpu_cell.match(cells[0]) and block:
+            if (gpu := _gpu(block, gpu_cell)) and len(block) >= header_rows:
                 smi.gpus.append(gpu)
             block = []
         block.append(cells)
     if not closed:
         smi.truncated = True
-        if block and len(block) >= max(header_rows, 2) and (gpu := _gpu(block)):
+        if block and len(block) >= max(header_rows, 2) and (gpu := _gpu(block, gpu_cell)):
             smi.gpus.append(gpu)
 
     # Processes section.
     in_procs = False
     for line in lines:
-        if re.search(r"\|\s*Processes:", line):
+        if re.search(r"\|\s*(?:Compute )?[Pp]rocesses:", line):  # `Compute processes:` before driver 340
             in_procs, smi.processes_listed = True, True
             continue
         if not in_procs:
@@ -224,8 +236,11 @@ def parse_smi(text: str) -> NvidiaSmi:
         cells = _cells(line)
         if cells is None or len(cells) != 1:
             continue
+        if re.match(r"^\d+\s+(?:ERROR:\s*)?Not Supported$", cells[0]):
+            smi.processes_listed = False  # GeForce on old drivers: the tool could not list them, not "none running"
+            continue
         if (p := PROC.match(cells[0])):
-            used = None if p[7] == "N/A" else round(int(p[7].removesuffix("MiB").strip()) / 1024, 3)
+            used = None if p[7] == "N/A" else round(int(re.match(r"\d+", p[7])[0]) / 1024, 3)
             smi.processes.append(SmiProcess(int(p[1]) if p[1] != "N/A" else -1, int(p[4]), p[5] or "", p[6].strip(), used))
     return smi
 
@@ -326,9 +341,12 @@ def parse_query(text: str, fields: list[str] | None = None, command: str | None 
         if not fields or all(_field(h)[0] == _field(f)[0] for h, f in zip(lines[0].split(","), fields)) \
                 or "noheader" not in (command or ""):
             header = [h.strip() for h in lines.pop(0).split(",")]
+    apps = bool(re.search(r"--query-(?:compute|accounted)-apps", command or ""))
     if header is None:
         from_command = _query_fields(command) if command and "noheader" in command else None
         header = fields or from_command
+        if header and apps:  # in an apps query `name` is the process's (the header prints process_name)
+            header = ["process_name" if f.strip() == "name" else f for f in header]
     if header is None:
         raise ParseError("nvidia_smi_query", "a CSV header line (memory.total [MiB], ...), or the field names of a "
                                              "noheader query (from its command line)", text)
@@ -345,6 +363,8 @@ def parse_query(text: str, fields: list[str] | None = None, command: str | None 
             raise ParseError("nvidia_smi_query", f"{len(spec)} comma-separated values per line ({', '.join(header)})", line)
         rows.append({_key(name, unit): _value(name, unit, cell) for (name, unit), cell in zip(spec, cells)})
     if not rows:
+        if apps and not lines:
+            return []  # no process on the GPUs: the header alone, or nothing with noheader
         raise ParseError("nvidia_smi_query", "at least one CSV row", text)
     return rows
 
