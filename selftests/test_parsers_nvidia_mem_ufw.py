@@ -611,3 +611,26 @@ def test_meminfo_grep_with_file_names():
             "/proc/meminfo:MemFree:         3139656 kB\n/proc/meminfo:MemAvailable:   38366256 kB\n")
     facts = parse("meminfo", text)
     assert (facts["mem_total_gib"], facts["mem_available_gib"]) == (121.69, 36.589)
+
+
+@pytest.mark.parametrize("text", [
+    # dmesg: each line of the kernel's message has its own timestamp
+    "[   14.200001] NVRM: API mismatch: the client has the version 550.127.05, but\n"
+    "[   14.200003] NVRM: this kernel module has the version 550.120.  Please\n"
+    "[   14.200004] NVRM: make sure that this kernel module and all NVIDIA driver\n",
+    # journalctl -k / syslog: host and kernel: before every line
+    "Mar 03 10:00:01 node-2 kernel: NVRM: API mismatch: the client has the version 550.127.05, but\n"
+    "Mar 03 10:00:01 node-2 kernel: NVRM: this kernel module has the version 550.120.  Please\n",
+    # one line, as some logs fold it
+    "NVRM: API mismatch: the client has the version 550.127.05, but this kernel module has the version 550.120. Please\n",
+])
+def test_mismatch_kernel_lines_with_log_prefixes_give_both_versions(text):
+    mm = parse("nvml_mismatch", text)
+    assert (mm.library_version, mm.kernel_module_version) == ("550.127.05", "550.120")
+
+
+@pytest.mark.parametrize("prompt", ["root# ", "/ # ", "/workspace # "])
+def test_free_after_busybox_or_bare_root_prompt_gives_its_flags(prompt):
+    # busybox ash in containers prints `/ # `; a snap shell prints `root# `: the command line still says -m
+    facts = parse("free", f"{prompt}free -m\n{FREE_M_BODY}")
+    assert (facts["unit_from"], facts["mem_total_gib"]) == ("command", 121.689)

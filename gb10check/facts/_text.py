@@ -46,6 +46,7 @@ PROMPT = re.compile(
     + r"|└─+[$#]"                                      # zsh two-line prompt, second line
     + r"|[$%❯]"                                        # bare $ % ❯
     + r"|#(?=\s+(?:" + TOOLS + r")\b)"                 # bare # before a known command
+    + r"|(?:/[\w./-]*|[\w.-]+) ?#(?=\s+(?:" + TOOLS + r")\b)"  # busybox ash `/ # `, `/app # `; `root# ` (snap shell)
     + r")(?:\s+(?P<command>\S.*?))?\s*$"
 )
 PROMPT_DECORATION = re.compile(r"^\s*┌──.*$")  # zsh two-line prompt, first line: ┌──(kali㉿kali)-[~]

@@ -27,8 +27,10 @@ def nvml_mismatch(text: str) -> NvmlMismatch | None:
     if not MISMATCH.search(text):
         return None
     lib = re.search(r"NVML library version:\s*(\d[\w.-]*\w)", text)
-    api = re.search(r"NVRM: API mismatch: the client has the version (\d[\w.-]*\w), but\s+(?:NVRM:\s+)?this kernel module "
-                    r"has the version (\d[\w.-]*\w)", text)
+    # The kernel's lines each carry dmesg's / the journal's prefix ("[ 15.48] NVRM: this kernel module ..."); the
+    # client's name may come before its version.
+    api = re.search(r"NVRM: API mismatch: the client\b[^\n]*?\n?[^\n]*?has the version (\d[\w.-]*\w),? but[^\n]*\n?[^\n]*?"
+                    r"this kernel module has[^\n]*\n?[^\n]*?the version (\d[\w.-]*\w)", text)
     return NvmlMismatch(True, lib[1] if lib else (api[1] if api else None), api[2] if api else None)
 
 
