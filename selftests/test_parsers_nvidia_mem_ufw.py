@@ -634,3 +634,28 @@ def test_free_after_busybox_or_bare_root_prompt_gives_its_flags(prompt):
     # busybox ash in containers prints `/ # `; a snap shell prints `root# `: the command line still says -m
     facts = parse("free", f"{prompt}free -m\n{FREE_M_BODY}")
     assert (facts["unit_from"], facts["mem_total_gib"]) == ("command", 121.689)
+
+
+# Jetson (JetPack 6): the integrated GPU has no PCI address, and early releases print no driver version.
+TABLE_JETSON_NO_BUS_ID = """\
++---------------------------------------------------------------------------------------+
+| NVIDIA-SMI 540.3.0                Driver Version: N/A          CUDA Version: 12.2     |
+|-----------------------------------------+----------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |
+|                                         |                      |               MIG M. |
+|=========================================+======================+======================|
+|   0  Orin (nvgpu)                  N/A  | N/A              N/A |                  N/A |
+| N/A   N/A  N/A               N/A /  N/A | Not Supported        |     N/A          N/A |
+|                                         |                      |                  N/A |
++-----------------------------------------+----------------------+----------------------+
+"""
+
+
+def test_table_jetson_without_bus_id_and_driver_version():
+    smi = parse("nvidia_smi", TABLE_JETSON_NO_BUS_ID)
+    assert (smi.smi_version, smi.driver_version, smi.cuda_version) == ("540.3.0", None, "12.2")
+    assert [(g.index, g.name, g.bus_id, g.memory_usage, g.memory_total_gib, g.gpu_util_pct) for g in smi.gpus] == [
+        (0, "Orin (nvgpu)", "N/A", "Not Supported", None, None)]
+    smi = parse("nvidia_smi", TABLE_JETSON_NO_BUS_ID.replace("Driver Version: N/A    ", "Driver Version: 540.3.0"))
+    assert smi.driver_version == "540.3.0"

@@ -87,7 +87,7 @@ class ForwardCompat:
 @dataclass
 class NvidiaSmi:
     smi_version: str
-    driver_version: str  # the kernel driver's, also inside a forward-compat container
+    driver_version: str | None  # the kernel driver's, also inside a forward-compat container; None: N/A (Jetson JetPack 6)
     cuda_version: str | None  # None in old tables (no CUDA Version) and for N/A
     gpus: list[SmiGpu] = field(default_factory=list)
     processes: list[SmiProcess] = field(default_factory=list)
@@ -101,11 +101,12 @@ class NvidiaSmi:
 
 # R610 and later print `KMD Version:` (the kernel-mode driver) and `CUDA UMD Version:` in place of `Driver Version:` and
 # `CUDA Version:`; the values mean the same.
-HEADER = re.compile(r"NVIDIA-SMI\s+(?:-\s+)?(?P<smi>\d[\w.-]*)\s+(?:\|\s*)?(?:Driver|KMD) Version:\s+(?P<driver>\d[\w.-]*)"
+HEADER = re.compile(r"NVIDIA-SMI\s+(?:-\s+)?(?P<smi>\d[\w.-]*)\s+(?:\|\s*)?(?:Driver|KMD) Version:\s+(?P<driver>\d[\w.-]*|N/A)"
                     r"(?:\s+(?:\|\s*)?CUDA (?:UMD )?Version:\s+(?P<cuda>[\w.]+))?")
 SEPARATOR = re.compile(r"^\s*\+[-=+]+\+\s*$")
 RULE_ROW = re.compile(r"^\s*\|[=|+]+\|\s*$")
-BUS_ID = re.compile(r"^([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])(?:\s+(\S+))?$")
+# Jetson's integrated GPU has no PCI address: `N/A              N/A`.
+BUS_ID = re.compile(r"^([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]|N/A)(?:\s+(\S+))?$")
 PERSISTENCE = r"On|Off|WDDM|TCC|N/A"
 GPU_CELL = re.compile(rf"^(\d+)\s+(.+?)\s+({PERSISTENCE})$")
 # Drivers 304-310 print no Persistence-M in the name cell (the header says `GPU  Name` alone).
@@ -183,7 +184,8 @@ def parse_smi(text: str) -> NvidiaSmi:
     cuda = m["cuda"] if m["cuda"] and m["cuda"][0].isdigit() else None  # N/A, or ERR! (a broken libcuda in a container)
     compat = _forward_compat(text[: m.start()])
     # Inside a forward-compat container the table's CUDA Version is the compat library's; the driver stays the kernel's.
-    driver = compat.kernel_driver_version if compat and compat.kernel_driver_version else m["driver"]
+    driver = compat.kernel_driver_version if compat and compat.kernel_driver_version else \
+        (m["driver"] if m["driver"] != "N/A" else None)
     smi = NvidiaSmi(m["smi"], driver, cuda, forward_compat=compat,
                     errors=[line.strip() for line in text[: m.start()].splitlines() if GPU_ERROR.search(line)])
     lines = text[m.end():].splitlines()[1:]
