@@ -659,3 +659,16 @@ def test_table_jetson_without_bus_id_and_driver_version():
         (0, "Orin (nvgpu)", "N/A", "Not Supported", None, None)]
     smi = parse("nvidia_smi", TABLE_JETSON_NO_BUS_ID.replace("Driver Version: N/A    ", "Driver Version: 540.3.0"))
     assert smi.driver_version == "540.3.0"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # drivers that print MB in the header and the values (1024 steps, as everywhere in nvidia-smi)
+    ("name, memory.total [MB], memory.used [MB]\nTesla K80, 11439 MB, 22 MB\n",
+     [{"name": "Tesla K80", "memory_total_gib": round(11439 / 1024, 3), "memory_used_gib": round(22 / 1024, 3)}]),
+    # nvidia-smi's infoROM warning merged into the CSV (2>&1)
+    ("$ nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>&1\n"
+     "WARNING: infoROM is corrupted at gpu 0000:17:00.0\n0, Tesla V100-SXM2-16GB, 16160 MiB\n",
+     [{"index": 0, "name": "Tesla V100-SXM2-16GB", "memory_total_gib": round(16160 / 1024, 3)}]),
+])
+def test_query_mb_units_and_warning_lines(text, expected):
+    assert parse("nvidia_smi_query", text) == expected

@@ -271,7 +271,7 @@ NUMERIC = re.compile(r"^(index|count|pid|temperature\.|memory\.|power\.|enforced
                      r"encoder\.stats\.|fbc\.stats\.|pcie\.link\.(gen|width)\.|ecc\.errors\.|retired_pages\.|used_memory|"
                      r"used_gpu_memory|protected_memory\.)")
 UNIT_KEY = {"MiB": "gib", "W": "w", "MHz": "mhz", "%": "pct", "C": "c", "s": "s", "us": "us", "KiB/s": "kib_s"}
-VALUE_UNIT = re.compile(r"^(-?[\d.]+)\s*(MiB|GiB|W|MHz|%|C|us|s|KiB/s)$")
+VALUE_UNIT = re.compile(r"^(-?[\d.]+)\s*(MiB|MB|GiB|W|MHz|%|C|us|s|KiB/s)$")
 FIELD_NAME = re.compile(r"^[a-z][A-Za-z0-9_.]*(?:\s*\[[^\]]+\])?$")
 
 
@@ -280,6 +280,8 @@ def _field(header: str) -> tuple[str, str | None]:
     m = re.match(r"^\s*([\w.]+)\s*(?:\[(.+?)\])?\s*$", header)
     name, unit = (m[1], m[2]) if m else (header.strip(), None)
     name = ALIASES.get(name, name)
+    if unit == "MB":
+        unit = "MiB"  # older drivers print MB, in nvidia-smi's 1024 steps as the table does
     if name.startswith("clocks_throttle_reasons."):  # renamed in drivers 535+, which print the new name in the header
         name = "clocks_event_reasons." + name.removeprefix("clocks_throttle_reasons.")
     if unit is None:
@@ -305,7 +307,7 @@ def _value(name: str, unit: str | None, cell: str):
     num = to_float(number)
     if num is None:
         return cell
-    if (value_unit or unit) == "MiB":
+    if (value_unit or unit) in ("MiB", "MB"):
         return round(num / 1024, 3)
     if value_unit == "GiB":
         return round(num, 3)
@@ -333,7 +335,9 @@ def parse_query(text: str, fields: list[str] | None = None, command: str | None 
     if (mm := nvml_mismatch(text)):
         raise ParseError("nvidia_smi_query", f"CSV rows, but NVML reports a driver/library version mismatch "
                                              f"(library {mm.library_version})", text)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # nvidia-smi's own warnings (`WARNING: infoROM is corrupted at gpu 0000:17:00.0`) come on stderr, often merged in;
+    # the GPU still answers, so its row counts.
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("WARNING:")]
     header: list[str] | None = None
 
     def looks_like_header(line: str) -> bool:
