@@ -232,12 +232,11 @@ class RemoteNode:
         return self._host
 
     def run(self, command: str, *args: str, timeout: float | None = None, sudo: bool = False) -> CommandResult:
-        host = self.host
+        backend = self.host.backend
+        if sudo:  # wrapped here, not with host.sudo(): that flips the backend's state under another thread's command
+            command, args = backend.get_sudo_command(backend.quote(command, *args), None), ()
         try:
-            if sudo:
-                with host.sudo():
-                    return host.backend.run(command, *args, timeout=timeout)
-            return host.backend.run(command, *args, timeout=timeout)
+            return backend.run(command, *args, timeout=timeout)
         except CommandTimeout as exc:
             raise CommandTimeout(f"{self.name}: {exc}").at(self, command) from None
         except (paramiko.SSHException, OSError, EOFError) as exc:

@@ -105,3 +105,30 @@ def test_preflight_runs_on_a_local_head(tmp_path):
     assert run.returncode == 0, out
     assert "PASSED tests/preflight/test_identity.py::test_ssh_user[thinkstationpgx-30]" in out
     assert "1 passed" in out.splitlines()[-1], out
+
+
+def test_a_sudo_command_does_not_turn_another_threads_command_into_sudo():
+    """The facts' gather (sudo batches) and the reachability probes (the user's SSH keys) share a node's connection at
+    the same time: sudo is wrapped into the one command, never set on the shared backend (testinfra's host.sudo())."""
+    import threading
+
+    node = local_node()
+    inside, release = threading.Event(), threading.Event()
+    real_run = node.host.backend.run
+    seen = {}
+
+    def run(command, *args, **kwargs):
+        if "true" in command:  # the sudo command holds the backend while the other thread runs its own
+            inside.set()
+            release.wait(10)
+        seen[command] = node.host.backend.sudo
+        return real_run(command, *args, **kwargs)
+
+    node.host.backend.run = run
+    t = threading.Thread(target=lambda: node.run("true", sudo=True))
+    t.start()
+    assert inside.wait(10)
+    assert node.run("id -un").stdout.strip() == getpass.getuser()  # not root through sudo
+    release.set()
+    t.join(10)
+    assert seen["id -un"] is False and any(c.startswith("sudo -n /bin/sh -c") for c in seen)
