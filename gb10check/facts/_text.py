@@ -64,12 +64,22 @@ class Cleaned:
     text: str                      # the output alone
     commands: list[str] = field(default_factory=list)  # command lines, in order, without their prompts
     sections: list[tuple[str | None, str]] = field(default_factory=list)  # (command or None, its output)
+    hosts: list[str | None] = field(default_factory=list)  # each section's host, as its prompt names it (or None)
 
     @property
     def command(self) -> str | None:
         """The command whose output this is: the first one followed by output."""
         with_output = [cmd for cmd, out in self.sections if cmd and out.strip()]
         return with_output[0] if with_output else (self.commands[0] if self.commands else None)
+
+
+# The host a prompt names: user@HOST:~$, [user@HOST dir]$, HOST:~/dir$.
+PROMPT_HOST = re.compile(r"^\s*" + _VENV + r"\[?[\w.-]*@(?P<host>[\w.-]+)|^\s*" + _VENV + r"(?P<bare>[\w.-]+):[~/]")
+
+
+def prompt_host(line: str) -> str | None:
+    m = PROMPT_HOST.match(line) if PROMPT.match(line) else None
+    return (m["host"] or m["bare"]) if m else None
 
 
 def strip_ansi(text: str) -> str:
@@ -118,20 +128,21 @@ def clean(text: str) -> Cleaned:
     first = next((n for n, line in enumerate(lines) if line.strip()), None)
     if first is not None and prompt_command(lines[first]) is None and BARE_COMMAND.match(lines[first]):
         lines[first] = "$ " + lines[first].strip()
-    sections: list[tuple[str | None, list[str]]] = [(None, [])]
+    sections: list[tuple[str | None, list[str], str | None]] = [(None, [], None)]
     for line in lines:
         if PROMPT_DECORATION.match(line) or FENCE.match(line):
             continue
         command = prompt_command(line)
         if command is not None:
-            sections.append((command or None, []))
+            sections.append((command or None, [], prompt_host(line)))
             continue
         sections[-1][1].append(line)
-    kept = [(cmd, out) for cmd, out in sections if cmd is not None or any(s.strip() for s in out)]
-    out_lines = [line for _, out in kept for line in out]
+    kept = [(cmd, out, host) for cmd, out, host in sections if cmd is not None or any(s.strip() for s in out)]
+    out_lines = [line for _, out, _ in kept for line in out]
     return Cleaned(text="\n".join(out_lines).strip("\n") + ("\n" if out_lines else ""),
-                   commands=[cmd for cmd, _ in kept if cmd],
-                   sections=[(cmd, "\n".join(out).strip("\n")) for cmd, out in kept])
+                   commands=[cmd for cmd, _, _ in kept if cmd],
+                   sections=[(cmd, "\n".join(out).strip("\n")) for cmd, out, _ in kept],
+                   hosts=[host for _, _, host in kept])
 
 
 def parser(fn):
@@ -141,7 +152,7 @@ def parser(fn):
     @functools.wraps(fn)
     def wrapper(text: str, *args, **kwargs):
         cleaned = clean(text)
-        for name in ("command", "commands", "sections"):
+        for name in ("command", "commands", "sections", "hosts"):
             if name in params and name not in kwargs:
                 kwargs[name] = getattr(cleaned, name)
         return fn(cleaned.text, *args, **kwargs)

@@ -36,6 +36,7 @@ class EthtoolLink:
     firmware: str | None = None  # ethtool -i: 28.45.4028 (the PSID in parentheses goes to psid)
     psid: str | None = None  # ethtool -i on ConnectX: "firmware-version: 28.45.4028 (NVD0000000087)"
     bus_info: str | None = None  # ethtool -i: 0000:01:00.0
+    host: str | None = None  # several nodes' outputs in one paste: the node its prompt names (user@spark-2:~$)
 
     def has_facts(self, info_keys: int) -> bool:
         # `ethtool -i` facts count when several of its keys were there: one "driver:" line alone is not its output.
@@ -56,27 +57,36 @@ def _value(value: str) -> str | None:
 
 
 @parser
-def parse(text: str, sections: list[tuple[str | None, str]] = ()) -> list[EthtoolLink]:
+def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[str | None] = ()) -> list[EthtoolLink]:
     links: list[EthtoolLink] = []
-    by_name: dict[str, EthtoolLink] = {}
+    by_name: dict[tuple[str | None, str], EthtoolLink] = {}
     info: dict[int, int] = {}  # id(link) -> `ethtool -i` keys seen
+    several = len({h for h, (_, out) in zip(hosts, sections) if h and out.strip()}) > 1
+    host: str | None = None
 
-    def link_for(name: str | None) -> EthtoolLink:
-        if name is not None and name in by_name:
-            return by_name[name]
-        link = EthtoolLink(name, None, None, None, None, None)
+    def link_for(name: str | None, settings: bool = False) -> EthtoolLink:
+        """The link of NAME on this host; a second `Settings for NAME` block (another node, or a later run) is a new
+        link, not an overwrite of the first one's speed."""
+        old = by_name.get((host, name)) if name is not None else None
+        if old is not None and not (settings and (old.speed is not None or old.link_detected is not None)):
+            return old
+        link = EthtoolLink(name, None, None, None, None, None, host=host)
         links.append(link)
         if name is not None:
-            by_name[name] = link
+            by_name[(host, name)] = link
         return link
 
-    for command, output in sections or [(None, text)]:
+    for (command, output), section_host in zip(sections, hosts) if sections else [((None, text), None)]:
+        host = section_host if several else None
         m = COMMAND.search(command or "")
-        current = link_for(m["iface"]) if m else None
+        info_only = bool(m and re.search(r"(?:^|\s)(?:-i|--driver)\b", m["flags"] or ""))
+        current = link_for(m["iface"], settings=not info_only) if m else None
         for line in output.splitlines():
             s = line.strip()
             if (h := re.match(r"^Settings for (\S+?):$", s)):
-                current = link_for(h[1])
+                if not (current is not None and current.interface == h[1] and current.speed is None
+                        and current.link_detected is None):
+                    current = link_for(h[1], settings=True)
                 continue
             if ":" not in s:
                 continue

@@ -12,6 +12,7 @@ empty when the device has none (a leading space), and its domain is 4 hex digits
 pipe the output through `column -t` and append their own `# comments`.
 """
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ class RdmaNetdev:
     device_id: str | None = None  # -v only: MT4129
     part_id: str | None = None  # -v only: the board's part number / PSID, e.g. NVD0000000087
     description: str | None = None  # -v only: the board description from the VPD
+    host: str | None = None  # several nodes' outputs in one paste: the node its prompt names (user@spark-2:~$)
 
 
 def _state(word: str | None) -> str:
@@ -102,13 +104,16 @@ def _line(line: str) -> RdmaNetdev | None:
 
 
 @parser
-def parse(text: str) -> list[RdmaNetdev]:
+def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[str | None] = ()) -> list[RdmaNetdev]:
     found = []
-    for line in text.splitlines():
-        if not line.strip() or is_prompt(line):
-            continue
-        if (entry := _line(line.strip())) is not None:
-            found.append(entry)
+    # Two nodes' outputs pasted one after the other, each after its own prompt: each line keeps its node's name.
+    several = len({h for h, (_, out) in zip(hosts, sections) if h and out.strip()}) > 1
+    for (_, output), host in zip(sections, hosts) if sections else [((None, text), None)]:
+        for line in output.splitlines():
+            if not line.strip() or is_prompt(line):
+                continue
+            if (entry := _line(line.strip())) is not None:
+                found.append(dataclasses.replace(entry, host=host) if several else entry)
     if not found:
         raise ParseError("ibdev2netdev", "lines like 'rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)'", text)
     return found

@@ -59,7 +59,7 @@ ALTNAME = re.compile(r"^\s*altname\s+(?P<name>\S+)\s*$")
 ADDR_FLAGS = {"dynamic", "noprefixroute", "mngtmpaddr", "secondary", "temporary", "deprecated", "tentative", "dadfailed",
               "optimistic", "home", "nodad", "permanent", "stable-privacy", "autojoin"}
 # `ip -o addr`: "N: NAME    inet ADDR/P ... scope S NAME\       valid_lft ..." (the index may be gone: see _text's srun labels).
-ONELINE = re.compile(r"^\s*(?:\d+:\s+)?(?P<name>[^:@\s]+)(?:@\S+)?\s+(?=inet6?\s)")
+ONELINE = re.compile(r"^\s*(?:(?P<index>\d+):\s+)?(?P<name>[^:@\s]+)(?:@\S+)?\s+(?=inet6?\s)")
 # -br prints each address as "ADDR/P", or "LOCAL peer PEER/P" (point-to-point), and "metric N" after it where the
 # address has a route priority (DHCP on systemd-networkd: "192.168.1.50/24 metric 100").
 BRIEF_ADDR = re.compile(r"(?P<addr>[0-9a-fA-F.:]+)(?:\s+peer\s+(?P<peer>[0-9a-fA-F.:]+))?/(?P<prefix>\d+)(?:\s+metric\s+\d+)?")
@@ -98,6 +98,28 @@ def _parse_brief(text: str) -> list[Interface]:
     return ifaces
 
 
+def _parse_inet_lines(text: str) -> list[Interface]:
+    """`ip addr | grep inet` (or `grep 169.254`): address lines alone. An IPv4 line ends with its label, the interface's
+    name (`eth0:1` for an alias of eth0); an IPv6 line names none, so it is left out. Nothing is known of the states."""
+    ifaces: dict[str, Interface] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.strip() == "--" or is_prompt(line) or LFT.match(line):
+            continue
+        a = INET.match(line)
+        if not a or not (a["prefix"] or a["peer"]):
+            return []
+        words = a["rest"].split()
+        if a["family"] == "inet6":
+            continue
+        if len(words) < 3 or words[-1] in ADDR_FLAGS or words[-2] in ("scope", "brd", "metric", "proto") \
+                or not re.fullmatch(r"[^\s/:]+(?::[\w.-]+)?", words[-1]):
+            return []
+        name = words[-1].split(":")[0]
+        iface = ifaces.setdefault(name, Interface(name, None, "unknown", None))
+        iface.addresses.append(_text_address(a))
+    return list(ifaces.values())
+
+
 @parser
 def parse_text(text: str) -> list[Interface]:
     ifaces: list[Interface] = []
@@ -107,7 +129,7 @@ def parse_text(text: str) -> list[Interface]:
             continue
         if (o := ONELINE.match(line)) and INET.match(line[o.end():]):
             if not ifaces or ifaces[-1].name != o["name"]:
-                ifaces.append(Interface(o["name"], None, "unknown", None))
+                ifaces.append(Interface(o["name"], int(o["index"]) if o["index"] else None, "unknown", None))
             line = line[o.end():]
         if (h := HEAD.match(line)) and (h["index"] or " mtu " in h["rest"]):
             rest = h["rest"].split()
@@ -135,7 +157,7 @@ def parse_text(text: str) -> list[Interface]:
         elif (alt := ALTNAME.match(line)):
             ifaces[-1].altnames.append(alt["name"])
     if not ifaces:
-        ifaces = _parse_brief(text)
+        ifaces = _parse_brief(text) or _parse_inet_lines(text)
     if not ifaces:
         raise ParseError("ip_addr", "'N: IFNAME: <FLAGS> mtu ...' blocks (output of `ip addr`)", text)
     return ifaces

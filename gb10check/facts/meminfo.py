@@ -34,6 +34,11 @@ def snake(name: str) -> str:
 MEMINFO_LINE = re.compile(r"^\s*(?:\S*meminfo:)?(?:Node (?P<node>\d+) )?([A-Za-z][A-Za-z0-9_()]*):\s+(\d+)(?:\s+(kB))?\s*$")
 
 
+MEMINFO_NAMES = {"MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SwapCached", "SwapTotal", "SwapFree", "Active",
+                 "Inactive", "Active(anon)", "Inactive(anon)", "Active(file)", "Inactive(file)", "Dirty", "AnonPages",
+                 "Shmem", "Slab", "SReclaimable", "SUnreclaim", "CommitLimit", "Committed_AS", "Hugepagesize", "Hugetlb"}
+
+
 @parser
 def parse_meminfo(text: str) -> dict[str, float | None]:
     """{'mem_total_gib': 121.69, 'mem_available_gib': ..., 'huge_pages_total': 0, 'hugepagesize_kb': 2048, ...}"""
@@ -55,7 +60,9 @@ def parse_meminfo(text: str) -> dict[str, float | None]:
             facts[key] = int(m[3])
     if len(nodes) > 1:  # several NUMA nodes' files (/sys/devices/system/node/nodeN/meminfo): no one node is the machine
         raise ParseError("meminfo", "one /proc/meminfo, or the meminfo of a machine's only NUMA node", text)
-    if "mem_total_gib" not in facts:
+    # `grep MemAvailable /proc/meminfo`, `head -5`: the lines that are there count, the others are absent (no key);
+    # a /proc/PID/status (VmRSS: N kB) has none of meminfo's own names.
+    if "mem_total_gib" not in facts and not any(name in MEMINFO_NAMES for name in kb):
         raise ParseError("meminfo", "'MemTotal:  N kB' lines (/proc/meminfo)", text)
     if "Hugepagesize" in kb:
         facts["hugepagesize_kb"] = kb["Hugepagesize"]  # 2048 kB is 0.002 GiB: keep the exact size too

@@ -164,6 +164,25 @@ def _forward_compat(text: str) -> ForwardCompat | None:
     return ForwardCompat(m[1], m[2], m[3]) if m else ForwardCompat(None, None, None)
 
 
+def _unwrap(text: str) -> str:
+    """Table rows wrapped by a narrow terminal, `fold` or an email (the table is 89 columns) joined back.
+
+    A wrapped row is a `|`/`+` line that does not end with `|`/`+`, or the tail of one: a line ending with `|`/`+` that
+    does not start with one. A hard wrap cuts at a fixed column W (the longest line), mid-word, so a piece W long joins
+    as is; a shorter piece lost its trailing spaces to the wrap (or to the paste), so it joins with a space."""
+    lines = text.splitlines()
+    width = max((len(line) for line in lines), default=0)
+    out: list[str] = []
+    for line in lines:
+        s = line.strip()
+        prev = out[-1].strip() if out else ""
+        if s and prev[:1] in ("|", "+") and (prev[-1:] not in ("|", "+") or (s[-1:] in ("|", "+") and s[:1] not in ("|", "+"))):
+            out[-1] = out[-1] + ("" if len(out[-1]) >= width else " ") + line
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
 @parser
 def parse_smi(text: str) -> NvidiaSmi:
     """The first nvidia-smi table in the text (a banner, a timestamp or a `watch` line may come first).
@@ -173,6 +192,7 @@ def parse_smi(text: str) -> NvidiaSmi:
     if (mm := nvml_mismatch(text)):
         raise ParseError("nvidia_smi", f"an nvidia-smi table, but NVML reports a driver/library version mismatch "
                                        f"(library {mm.library_version})", text)
+    text = _unwrap(text)
     m = HEADER.search(text)
     if not m:
         why = next((line.strip() for line in text.splitlines()
@@ -188,7 +208,9 @@ def parse_smi(text: str) -> NvidiaSmi:
         (m["driver"] if m["driver"] != "N/A" else None)
     smi = NvidiaSmi(m["smi"], driver, cuda, forward_compat=compat,
                     errors=[line.strip() for line in text[: m.start()].splitlines() if GPU_ERROR.search(line)])
-    lines = text[m.end():].splitlines()[1:]
+    # The first table only: another one after it is the next sample of a `-l` loop, or another machine's.
+    following = HEADER.search(text, m.end())
+    lines = text[m.end(): following.start() if following else len(text)].splitlines()[1:]
 
     # GPU section: header rows up to the `|===|` rule, then blocks of as many rows, each block closed by `+---+`
     # (or the next GPU's first row in tables that do not separate GPUs).
@@ -227,21 +249,23 @@ def parse_smi(text: str) -> NvidiaSmi:
         if block and len(block) >= max(header_rows, 2) and (gpu := _gpu(block, gpu_cell)):
             smi.gpus.append(gpu)
 
-    # Processes section.
+    # Processes section. Cut before its closing line it does not list them all: processes_listed stays False.
     in_procs = False
+    not_supported = False
     for line in lines:
         if re.search(r"\|\s*(?:Compute )?[Pp]rocesses:", line):  # `Compute processes:` before driver 340
-            in_procs, smi.processes_listed = True, True
+            in_procs = True
             continue
         if not in_procs:
             continue
-        if re.search(r"NVIDIA-SMI\s+\d", line):
-            break  # the next table of a `-l` loop
+        if SEPARATOR.match(line):
+            smi.processes_listed = not not_supported
+            break
         cells = _cells(line)
         if cells is None or len(cells) != 1:
             continue
         if re.match(r"^\d+\s+(?:ERROR:\s*)?Not Supported$", cells[0]):
-            smi.processes_listed = False  # GeForce on old drivers: the tool could not list them, not "none running"
+            not_supported = True  # GeForce on old drivers: the tool could not list them, not "none running"
             continue
         if (p := PROC.match(cells[0])):
             used = None if p[7] == "N/A" else round(int(re.match(r"\d+", p[7])[0]) / 1024, 3)

@@ -107,7 +107,9 @@ class Perftest:
     local_ipv4: str | None  # from the GID after the first local address line
     remote_ipv4: str | None  # from the GID after the first remote address line
     connection_type: str | None = None  # RC, UC, UD, XRC, DC
-    bidirectional: bool = False  # "... Bidirectional BW Test": the figure is both directions together
+    # "... Bidirectional BW Test": the figure is both directions together. None: neither the banner nor the command line
+    # is there (a `| tail -5` of the result table) to say which.
+    bidirectional: bool | None = False
     addresses: list[QpAddress] = field(default_factory=list)
     unit: str | None = None  # the bandwidth unit perftest printed: "Gb/sec", "MB/sec" or "MiB/sec"
     warnings: list[str] = field(default_factory=list)  # one per kind, the first of each
@@ -185,6 +187,15 @@ def _scale(unit: str) -> float | None:
     return {"gb/sec": 1.0, "mb/sec": MIB_PER_S_TO_GBPS, "mib/sec": MIB_PER_S_TO_GBPS}.get(unit.strip().lower())
 
 
+def _bidirectional(test: str | None, command: str | None) -> bool | None:
+    if test:
+        return "Bidirectional" in test
+    command = (command or "").split("|")[0]  # `ib_write_bw ... | tail -5`: the flags are perftest's, not tail's
+    if re.search(r"\bib_\w+_(?:bw|lat)\b", command):
+        return bool(re.search(r"\s(?:-b|--bidirectional)(?=\s|$)", command))
+    return None
+
+
 @parser
 def parse(text: str, command: str | None = None) -> Perftest:
     lines = [line.strip() for line in text.splitlines()]
@@ -201,7 +212,7 @@ def parse(text: str, command: str | None = None) -> Perftest:
         local_ipv4=None,
         remote_ipv4=None,
         connection_type=h.get("Connection type"),
-        bidirectional=bool(test and "Bidirectional" in test),
+        bidirectional=_bidirectional(test, command),
     )
     kind, columns, unit = _default_columns(command)
     terse = _terse(command)

@@ -372,11 +372,20 @@ def _hca_port(hca: Hca, port: dict[str, str], gids: list[tuple[int, str]]) -> Hc
     )
 
 
+# Keys ibv_devinfo prints under "port:". `ibv_devinfo | grep -E 'hca_id|state|active_mtu'` drops the "port:" lines; the
+# ports are printed in order from 1 (or the one `-i N` asks for), so a port key without its "port:" line opens the next.
+DEVINFO_PORT_KEYS = {"state", "max_mtu", "active_mtu", "sm_lid", "port_lid", "port_lmc", "link_layer", "phys_state",
+                     "active_width", "active_speed", "effective_speed", "max_msg_sz", "port_cap_flags", "port_cap_flags2",
+                     "max_vl_num", "bad_pkey_cntr", "qkey_viol_cntr", "sm_sl", "pkey_tbl_len", "gid_tbl_len",
+                     "subnet_timeout", "init_type_reply"}
+
+
 @parser
-def parse_ibv_devinfo(text: str) -> list[Hca]:
+def parse_ibv_devinfo(text: str, command: str | None = None) -> list[Hca]:
     hcas: list[Hca] = []
     port: dict[str, str] | None = None
     gids: list[tuple[int, str]] = []
+    only = re.search(r"(?:\s-i\s*|--ib-port[= ])(\d+)", command or "")
 
     def close_port():
         if port is not None and hcas and port["port"].isdigit():
@@ -397,6 +406,15 @@ def parse_ibv_devinfo(text: str) -> list[Hca]:
         elif key == "port":
             close_port()
             port, gids = {"port": value}, []
+        elif (key in DEVINFO_PORT_KEYS or re.fullmatch(r"GID\[\s*\d+\]", key)) and (
+                port is None or (port.get("implicit") and key in port)):
+            close_port()  # a filtered paste: no "port:" line before this port's keys
+            number = only[1] if only else str(len(hcas[-1].ports) + 1)
+            port, gids = {"port": number, "implicit": "1"}, []
+            if (g := re.fullmatch(r"GID\[\s*(\d+)\]", key)):
+                gids.append((int(g[1]), value))
+            else:
+                port[key] = value
         elif port is not None:
             if (g := re.fullmatch(r"GID\[\s*(\d+)\]", key)):
                 gids.append((int(g[1]), value))
@@ -436,6 +454,10 @@ def _mtu(value: str | None) -> int | None:
 
 CA_HEAD = re.compile(r"^(?:CA|Switch|Router|iWARP RNIC|\?\?\?):?\s+'(?P<name>[^']+)'$")
 PORT_HEAD = re.compile(r"^Port (\d+):$")
+# Keys ibstat prints under "Port N:". `ibstat | grep -E "CA '|State|Rate"` drops the "Port N:" lines; ibstat prints
+# a CA's ports in order from 1 (or the one `ibstat CA N` asks for), so a port key without its line opens the next.
+IBSTAT_PORT_KEYS = {"State", "Physical state", "Rate", "Base lid", "LMC", "SM lid", "Capability mask", "Port GUID",
+                    "Link layer"}
 
 
 @dataclass
@@ -456,10 +478,12 @@ class IbstatPort:
 
 
 @parser
-def parse_ibstat(text: str) -> list[IbstatPort]:
+def parse_ibstat(text: str, command: str | None = None) -> list[IbstatPort]:
     out: list[IbstatPort] = []
     ca: dict[str, str] | None = None
     cur: dict[str, str] | None = None
+    only = re.search(r"\bibstat\s+(?:-\S+\s+)*[\w.-]+\s+(\d+)\b", command or "")  # `ibstat mlx5_0 1`
+    ports_seen = 0
 
     def close():
         # A port block is kept once its State line is there (a capture cut inside a block keeps what is certain).
@@ -477,15 +501,21 @@ def parse_ibstat(text: str) -> list[IbstatPort]:
         line = raw.strip()
         if (m := CA_HEAD.match(line)):
             close()
-            ca, cur = {"name": m["name"]}, None
+            ca, cur, ports_seen = {"name": m["name"]}, None, 0
         elif ca is None:
             continue
         elif (m := PORT_HEAD.match(line)):
             close()
             cur = {"port": m[1]}
+            ports_seen += 1
         elif ":" in line:
             k, _, v = line.partition(":")
-            (cur if cur is not None else ca).setdefault(k.strip(), v.strip())
+            k = k.strip()
+            if k in IBSTAT_PORT_KEYS and (cur is None or (cur.get("implicit") and k in cur)):
+                close()  # a filtered paste: no "Port N:" line before this port's keys
+                ports_seen += 1
+                cur = {"port": only[1] if only else str(ports_seen), "implicit": "1"}
+            (cur if cur is not None else ca).setdefault(k, v.strip())
     close()
     if not out:
         raise ParseError("ibstat", "blocks \"CA 'mlx5_0'\" with 'Port 1:' sections", text)

@@ -136,9 +136,14 @@ class UfwStatus:
 @parser
 def parse_status(text: str) -> UfwStatus:
     m = re.search(r"^Status:\s*(active|inactive)", text, re.M)
-    if not m:
+    body = [line.strip() for line in text.splitlines() if line.strip()]
+    # `ufw status | grep 169.254`, or a paste that starts at the table: rule lines alone. ufw lists rules only when it
+    # is active, so they say that much; every line must be a rule (or the table's header) to be read so.
+    rules_only = not m and body and all(RULE.match(line) or re.match(r"^(?:To\s+Action\s+From|--\s+-+\s+--+)$", line)
+                                        for line in body) and any(RULE.match(line) for line in body)
+    if not m and not rules_only:
         raise ParseError("ufw_status", "'Status: active' or 'Status: inactive' (output of `ufw status`)", text)
-    status = UfwStatus(active=m[1] == "active")
+    status = UfwStatus(active=True if rules_only else m[1] == "active")
     if (m := re.search(r"^Logging:\s*(.+)$", text, re.M)):
         status.logging = m[1].strip()
     if (m := re.search(r"^Default:\s*(.+)$", text, re.M)):
@@ -146,7 +151,7 @@ def parse_status(text: str) -> UfwStatus:
             setattr(status, f"default_{chain}", value)
     if (m := re.search(r"^New profiles:\s*(\S+)", text, re.M)):
         status.new_profiles = m[1]
-    in_table = False
+    in_table = rules_only
     for line in text.splitlines():
         if re.match(r"^\s*--\s+-+\s+--", line):
             in_table = True
