@@ -288,3 +288,257 @@ def test_dmesg_human_relative_times():
     entries = parse("kernel_log", "[Nov30 21:14] mlx5_core 0000:01:00.0: Link down\n[  +0.000123] NVRM: Xid 79\n").entries
     assert [(e.stamp, e.since_boot_s, e.text) for e in entries] == [
         ("Nov30 21:14", None, "mlx5_core 0000:01:00.0: Link down"), ("+0.000123", None, "NVRM: Xid 79")]
+
+
+# ---- partial pastes: grep/head/tail subsets, cut or wrapped outputs, several nodes in one block --------------------
+# What the subset shows is read; what it does not show is None / absent, never a default; nothing readable: ParseError.
+
+
+def _fold(text: str, width: int) -> str:
+    """`fold -w WIDTH`, as a narrow terminal or a mail client wraps the 89-column table (trailing spaces then lost)."""
+    return "\n".join(line[i:i + width].rstrip() for line in text.splitlines() for i in range(0, max(len(line), 1), width))
+
+
+@pytest.mark.parametrize("width", [80, 76, 60])
+def test_nvidia_smi_rows_wrapped_by_a_narrow_terminal_are_joined(width):
+    smi = parse("nvidia_smi", _fold(TABLE_R610_KMD_UMD, width))
+    assert (smi.driver_version, smi.cuda_version, smi.truncated) == ("610.43.02", "13.3", False)
+    assert [(g.name, g.bus_id, g.temperature_c, g.power_draw_w, g.compute_mode) for g in smi.gpus] == [
+        ("NVIDIA GB10", "0000000F:01:00.0", 44.0, 12.0, "Default")]
+    # Before: the wrapped process rows were lost and the table read "processes listed: none".
+    assert smi.processes_listed and [(p.pid, p.name, p.used_gib) for p in smi.processes] == [(24680, "VLLM::EngineCore", 68.36)]
+
+
+def test_nvidia_smi_word_wrapped_by_a_mail_client():
+    wrapped = TABLE_R610_KMD_UMD.replace("Off |                  N/A |", "Off |\n                  N/A |")
+    smi = parse("nvidia_smi", wrapped)
+    assert [(g.display_active, g.ecc) for g in smi.gpus] == [("Off", "N/A")] and len(smi.processes) == 1
+
+
+def test_nvidia_smi_grep_driver_line_alone_names_versions_not_gpus():
+    # nvidia-smi | grep -i driver
+    smi = parse("nvidia_smi", "$ nvidia-smi | grep -i driver\n" + TABLE_R610_KMD_UMD.splitlines()[2] + "\n")
+    assert (smi.driver_version, smi.cuda_version) == ("610.43.02", "13.3")
+    assert smi.gpus == [] and smi.truncated and not smi.processes_listed
+
+
+def test_nvidia_smi_cut_inside_the_processes_section_does_not_claim_the_full_list():
+    cut = "\n".join(TABLE_R610_KMD_UMD.splitlines()[:19]) + "\n"  # head -n 19: a process row, no closing line
+    smi = parse("nvidia_smi", cut)
+    assert len(smi.gpus) == 1 and [p.pid for p in smi.processes] == [24680] and smi.processes_listed is False
+    smi = parse("nvidia_smi", "\n".join(TABLE_R610_KMD_UMD.splitlines()[:18]) + "\n")  # cut at the rule
+    assert smi.processes == [] and smi.processes_listed is False
+
+
+def test_nvidia_smi_cut_at_the_top_is_refused():
+    with pytest.raises(ParseError):
+        parse("nvidia_smi", "\n".join(TABLE_R610_KMD_UMD.splitlines()[8:]) + "\n")  # tail: no header line
+
+
+def test_nvidia_smi_two_machines_processes_are_not_taken_from_the_second():
+    first = "\n".join(TABLE_R610_KMD_UMD.splitlines()[:12]) + "\n"  # the GPU table only (| head -12)
+    text = "lab@gpu-a:~$ nvidia-smi | head -12\n" + first + "lab@gpu-b:~$ nvidia-smi\n" + TABLE_R610_KMD_UMD
+    smi = parse("nvidia_smi", text)
+    assert len(smi.gpus) == 1 and smi.processes == [] and smi.processes_listed is False
+
+
+IBV_DEVINFO_GREP = """\
+$ ibv_devinfo | grep -E 'hca_id|state|active_mtu|link_layer'
+hca_id:\tmlx5_7
+\t\t\tstate:\t\t\tPORT_ACTIVE (4)
+\t\t\tactive_mtu:\t\t4096 (5)
+\t\t\tlink_layer:\t\tEthernet
+hca_id:\tmlx5_9
+\t\t\tstate:\t\t\tPORT_DOWN (1)
+\t\t\tactive_mtu:\t\t1024 (3)
+\t\t\tlink_layer:\t\tEthernet
+\t\t\tstate:\t\t\tPORT_INIT (2)
+\t\t\tactive_mtu:\t\t2048 (4)
+\t\t\tlink_layer:\t\tInfiniBand
+"""
+
+
+def test_ibv_devinfo_grep_without_port_lines_keeps_each_ports_state():
+    # ibv_devinfo prints a device's ports in order from 1; the grep dropped the "port:" lines.
+    hcas = parse("ibv_devinfo", IBV_DEVINFO_GREP)
+    assert [(h.rdma_device, [(p.port, p.port_state, p.state, p.active_mtu, p.link_layer, p.max_mtu) for p in h.ports])
+            for h in hcas] == [
+        ("mlx5_7", [(1, "ACTIVE", "up", 4096, "Ethernet", None)]),
+        ("mlx5_9", [(1, "DOWN", "down", 1024, "Ethernet", None), (2, "INIT", "down", 2048, "InfiniBand", None)])]
+    assert hcas[0].firmware is None and hcas[0].board_id is None
+
+
+def test_ibv_devinfo_grep_of_one_port_takes_its_number_from_the_command():
+    text = "$ ibv_devinfo -d mlx5_9 -i 2 | grep -E 'hca_id|state'\nhca_id:\tmlx5_9\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+    assert [(p.port, p.state) for p in parse("ibv_devinfo", text)[0].ports] == [(2, "up")]
+
+
+def test_ibv_devinfo_state_lines_without_hca_id_are_refused():
+    with pytest.raises(ParseError):
+        parse("ibv_devinfo", "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tstate:\t\t\tPORT_DOWN (1)\n")
+
+
+IBSTAT_GREP = """\
+# ibstat | grep -E "CA '|State|Rate|Link layer"
+CA 'mlx5_3'
+                State: Active
+                Physical state: LinkUp
+                Rate: 200
+                Link layer: Ethernet
+CA 'mlx5_4'
+                State: Down
+                Physical state: Disabled
+                Rate: 40
+                Link layer: Ethernet
+"""
+
+
+def test_ibstat_grep_without_port_lines_keeps_each_ports_state():
+    ports = parse("ibstat", IBSTAT_GREP)
+    assert [(p.rdma_device, p.port, p.port_state, p.state, p.phys_state, p.rate_gbps, p.link_layer, p.firmware)
+            for p in ports] == [("mlx5_3", 1, "ACTIVE", "up", "LinkUp", 200.0, "Ethernet", None),
+                                ("mlx5_4", 1, "DOWN", "down", "Disabled", 40.0, "Ethernet", None)]
+
+
+def test_ibstat_grep_of_one_port_takes_its_number_from_the_command():
+    text = "$ ibstat mlx5_3 2 | grep State\nCA 'mlx5_3'\nState: Active\n"
+    assert [(p.port, p.state) for p in parse("ibstat", text)] == [(2, "up")]
+
+
+UFW_RULES = """\
+Status: active
+
+To                         Action      From
+--                         ------      ----
+22/tcp                     ALLOW       Anywhere
+Anywhere on enp1s0f1np1    ALLOW       169.254.0.0/16
+8000/tcp                   DENY        10.9.0.0/16
+"""
+
+
+def test_ufw_status_grep_keeps_the_matching_rule():
+    # sudo ufw status | grep 169.254: ufw lists rules only while active
+    status = parse("ufw_status", "$ sudo ufw status | grep 169.254\nAnywhere on enp1s0f1np1    ALLOW       169.254.0.0/16\n")
+    assert status.active is True and status.logging is None and status.default_incoming is None
+    assert [(r.to.interface, r.action, r.source.address) for r in status.rules] == [("enp1s0f1np1", "ALLOW", "169.254.0.0/16")]
+    assert status.allows("169.254.3.4", 8000, netdevs={"enp1s0f1np1"})
+
+
+def test_ufw_status_pasted_from_the_table_on():
+    status = parse("ufw_status", "\n".join(UFW_RULES.splitlines()[2:]) + "\n")
+    assert status.active and [r.action for r in status.rules] == ["ALLOW", "ALLOW", "DENY"]
+
+
+def test_ufw_status_text_that_is_not_rules_is_refused():
+    with pytest.raises(ParseError):
+        parse("ufw_status", "Anywhere on enp1s0f1np1    ALLOW       169.254.0.0/16\nsome other line\n")
+
+
+IP_ADDR_GREP_INET = """\
+$ ip a | grep inet
+    inet 127.0.0.1/8 scope host lo
+    inet6 ::1/128 scope host noprefixroute
+    inet 169.254.77.2/16 brd 169.254.255.255 scope link noprefixroute enp1s0f1np1
+    inet6 fe80::5a1:2ff:fe03:405/64 scope link proto kernel_ll
+    inet 192.168.50.9/24 metric 100 brd 192.168.50.255 scope global dynamic wlP9s9
+    inet 192.168.60.9/24 brd 192.168.60.255 scope global secondary wlP9s9:1
+"""
+
+
+def test_ip_addr_grep_inet_reads_the_ipv4_lines_by_their_label():
+    ifaces = parse("ip_addr", IP_ADDR_GREP_INET)
+    assert [(i.name, i.ipv4, i.state, i.operstate, i.mtu, i.index) for i in ifaces] == [
+        ("lo", ["127.0.0.1/8"], "unknown", None, None, None),
+        ("enp1s0f1np1", ["169.254.77.2/16"], "unknown", None, None, None),
+        ("wlP9s9", ["192.168.50.9/24", "192.168.60.9/24"], "unknown", None, None, None)]
+
+
+def test_ip_addr_grep_inet6_alone_names_no_interface_and_is_refused():
+    with pytest.raises(ParseError):
+        parse("ip_addr", "    inet6 fe80::5a1:2ff:fe03:405/64 scope link\n")
+
+
+def test_ip_o_addr_keeps_the_interface_index():
+    text = ("$ ip -o -4 addr\n1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n"
+            "4: enp1s0f1np1    inet 169.254.77.2/16 brd 169.254.255.255 scope link enp1s0f1np1\\       valid_lft forever "
+            "preferred_lft forever\n")
+    assert [(i.index, i.name, i.ipv4) for i in parse("ip_addr", text)] == [(1, "lo", ["127.0.0.1/8"]),
+                                                                           (4, "enp1s0f1np1", ["169.254.77.2/16"])]
+
+
+def test_meminfo_grep_of_one_line_is_read():
+    facts = parse("meminfo", "$ grep MemAvailable /proc/meminfo\nMemAvailable:   98765432 kB\n")
+    assert facts["mem_available_gib"] == 94.19 and "mem_total_gib" not in facts
+
+
+def test_meminfo_head_without_mem_available_says_none():
+    facts = parse("meminfo", "MemTotal:       125000000 kB\nMemFree:        100000000 kB\n")
+    assert facts["mem_total_gib"] == 119.209 and facts["mem_available_gib"] is None
+
+
+def test_proc_pid_status_is_not_meminfo():
+    with pytest.raises(ParseError):
+        parse("meminfo", "VmPeak:   123456 kB\nVmRSS:     65432 kB\n")
+
+
+PERFTEST_TAIL = """\
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 65536      5000             185.10             185.02             0.352900
+---------------------------------------------------------------------------------------
+"""
+
+
+def test_perftest_tail_without_banner_leaves_bidirectional_unknown():
+    r = parse("perftest", PERFTEST_TAIL)
+    assert r.bw_average_gbps == 185.02 and r.complete and r.test is None and r.bidirectional is None
+
+
+@pytest.mark.parametrize("command, bidirectional", [("ib_write_bw -d mlx5_3 -b 10.0.0.2 --report_gbits", True),
+                                                    ("ib_write_bw -d mlx5_3 10.0.0.2 --report_gbits", False),
+                                                    ("ib_send_bw --bidirectional 10.0.0.2 -F --report_gbits", True)])
+def test_perftest_tail_reads_bidirectional_from_its_command_line(command, bidirectional):
+    assert parse("perftest", f"$ {command} | tail -3\n" + PERFTEST_TAIL).bidirectional is bidirectional
+
+
+def test_ibdev2netdev_two_nodes_keep_their_hosts():
+    text = ("lab@gpu-a:~$ ibdev2netdev\nmlx5_3 port 1 ==> enp1s0f1np1 (Up)\nmlx5_4 port 1 ==> enp2s0f1np1 (Down)\n"
+            "lab@gpu-b:~$ ibdev2netdev\nmlx5_3 port 1 ==> enp1s0f1np1 (Down)\nmlx5_4 port 1 ==> enp2s0f1np1 (Down)\n")
+    assert [(e.host, e.rdma_device, e.state) for e in parse("ibdev2netdev", text)] == [
+        ("gpu-a", "mlx5_3", "up"), ("gpu-a", "mlx5_4", "down"), ("gpu-b", "mlx5_3", "down"), ("gpu-b", "mlx5_4", "down")]
+
+
+def test_ibdev2netdev_one_node_names_no_host_and_grep_up_keeps_the_up_lines():
+    text = "lab@gpu-a:~$ ibdev2netdev | grep Up\nmlx5_3 port 1 ==> enp1s0f1np1 (Up)\n"
+    assert [(e.host, e.rdma_device, e.state) for e in parse("ibdev2netdev", text)] == [(None, "mlx5_3", "up")]
+
+
+ETHTOOL_BLOCK = """\
+Settings for enp1s0f1np1:
+\tSupported ports: [ Backplane ]
+\tSpeed: {speed}
+\tDuplex: {duplex}
+\tAuto-negotiation: on
+\tPort: Direct Attach Copper
+\tLink detected: {link}
+"""
+
+
+def test_ethtool_two_nodes_same_interface_are_two_links_not_an_overwrite():
+    text = ("lab@gpu-a:~$ sudo ethtool enp1s0f1np1\n" + ETHTOOL_BLOCK.format(speed="200000Mb/s", duplex="Full", link="yes")
+            + "lab@gpu-b:~$ sudo ethtool enp1s0f1np1\n" + ETHTOOL_BLOCK.format(speed="Unknown!", duplex="Unknown! (255)",
+                                                                               link="no"))
+    assert [(link.host, link.interface, link.speed_mbps, link.link_detected) for link in parse("ethtool", text)] == [
+        ("gpu-a", "enp1s0f1np1", 200000, True), ("gpu-b", "enp1s0f1np1", None, False)]
+
+
+def test_ethtool_same_interface_twice_behind_bare_prompts_is_two_links():
+    text = ("$ ethtool enp1s0f1np1\n" + ETHTOOL_BLOCK.format(speed="200000Mb/s", duplex="Full", link="yes")
+            + "$ ethtool enp1s0f1np1\n" + ETHTOOL_BLOCK.format(speed="Unknown!", duplex="Unknown! (255)", link="no"))
+    assert [(link.speed_mbps, link.link_detected) for link in parse("ethtool", text)] == [(200000, True), (None, False)]
+
+
+def test_ethtool_grep_speed_and_link_leaves_the_rest_unknown():
+    text = "$ ethtool enp1s0f1np1 | grep -E 'Speed|Link'\n\tSpeed: 200000Mb/s\n\tLink detected: yes\n"
+    [link] = parse("ethtool", text)
+    assert (link.interface, link.speed_mbps, link.link_detected, link.duplex, link.port, link.auto_negotiation) == (
+        "enp1s0f1np1", 200000, True, None, None, None)

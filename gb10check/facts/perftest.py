@@ -108,7 +108,7 @@ class Perftest:
     remote_ipv4: str | None  # from the GID after the first remote address line
     connection_type: str | None = None  # RC, UC, UD, XRC, DC
     # "... Bidirectional BW Test": the figure is both directions together. None: neither the banner nor the command line
-    # is there (a `| tail -5` of the result table) to say which.
+    # is there (a `| tail -5` of the result table) to say which of its BW rows.
     bidirectional: bool | None = False
     addresses: list[QpAddress] = field(default_factory=list)
     unit: str | None = None  # the bandwidth unit perftest printed: "Gb/sec", "MB/sec" or "MiB/sec"
@@ -293,6 +293,8 @@ def parse(text: str, command: str | None = None) -> Perftest:
     remote = next((a for a in result.addresses if a.side == "remote"), None)
     result.local_ipv4 = local.ipv4 if local else None
     result.remote_ipv4 = remote.ipv4 if remote else None
+    if result.bidirectional is None and not result.bw_rows:
+        result.bidirectional = False  # no bandwidth figure for it to qualify (latency rows, an error, a cut run)
     if result.bw_rows:
         result.bw_bytes = max(r.bytes for r in result.bw_rows)
         judged = [r for r in result.bw_rows if r.bytes == result.bw_bytes]
