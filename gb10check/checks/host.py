@@ -38,6 +38,9 @@ def judge_driver(node: str, proc_version: str, smi_query: str) -> list[Finding]:
     try:
         user = nvidia.parse_query(smi_query, ["driver_version"])[0]["driver_version"]
     except ParseError as exc:
+        if (failed := nvidia.smi_failure(smi_query)):  # nvidia-smi answered with its error, not a version
+            return [Finding(Code.NO_DRIVER, node, f"kernel module {module} loaded, but nvidia-smi answers {failed[:120]!r}",
+                            "the user-mode driver's version from nvidia-smi")]
         return [Finding(Code.GARBLED, node, str(exc), "nvidia-smi --query-gpu=driver_version output",
                         command="nvidia-smi --query-gpu=driver_version --format=csv,noheader", kind="nvidia_smi_query")]
     if not _is_version(user):  # nvidia-smi answered with an error line, not a version

@@ -18,9 +18,20 @@ class ParseError(ValueError):
     """Text that is not what a parser expects. The message says what was expected."""
 
     def __init__(self, kind: str, expected: str, text: str = ""):
-        excerpt = text.strip().splitlines()[0][:80] if text.strip() else "<empty>"
-        super().__init__(f"{kind}: expected {expected}; got {excerpt!r}")
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+        excerpt = lines[0][:80] if lines else "<empty>"
+        got = repr(excerpt)
+        # The tool's own error after a first line that says little ("[]" then "Error: No such object: vllm"): shown too.
+        if (error := next((line for line in lines[1:] if ERROR_LINE.search(line)), None)) and not ERROR_LINE.search(lines[0]):
+            got += f" ... {error[:160]!r}"
+        super().__init__(f"{kind}: expected {expected}; got {got}")
         self.kind = kind
+
+
+# A line in which a tool says it failed: what a ParseError shows of an output besides its first line.
+ERROR_LINE = re.compile(r"^(?:Error\b|ERROR\b|error:|Cannot |Can't |Could not |Couldn't |Failed |Unable |No such |Traceback\b"
+                        r"|\w*(?:Error|Exception): |[\w.-]+: .*(?:command not found|Permission denied|No such file or directory"
+                        r"|Operation not permitted|No such device|not found))", re.I)
 
 
 # CSI sequences (colour, cursor), OSC sequences (window titles, ended by BEL or ST), and lone ESC-x.
@@ -55,6 +66,7 @@ SRUN_LABEL = re.compile(r"^\s*(\d+):(?: |$)")  # srun -l: "0: ", ranks from 0 (a
 MPIRUN_LABEL = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?")
 HYDRA_LABEL = re.compile(r"^\[(\d+)\](?: |$)")  # MPICH / Intel MPI mpiexec -l, -prepend-rank: "[0] "
 PDSH_LABEL = re.compile(r"^(?P<host>[a-z0-9][a-z0-9.-]*[0-9-][a-z0-9.-]*): ")
+TOOL_NAME = re.compile(r"(?:" + TOOLS + r"|nvidia-container-cli|docker-compose|apt-get|update-initramfs|ib_\w+)")
 QUOTE = re.compile(r"^\s*> ?")
 BARE_COMMAND = re.compile(r"^\s*(?:" + TOOLS + r")(?:\s|$)")  # a command pasted without its prompt, on the first line
 
@@ -110,7 +122,8 @@ def _strip_labels(lines: list[str]) -> list[str]:
         # Rank 0 is always among the labels; `ip -o` lines start "1: lo ..." too, but no interface has index 0.
         if None not in ranks and "0" in {r.lstrip("0") or "0" for r in ranks}:
             return [label.sub("", line, count=1) for line in lines]
-    hosts = [m["host"] if (m := PDSH_LABEL.match(line)) else None for line in body]
+    # A tool's own error lines ("dpkg-query: no packages found matching X", one per pattern) look like a host label.
+    hosts = [m["host"] if (m := PDSH_LABEL.match(line)) and not TOOL_NAME.fullmatch(m["host"]) else None for line in body]
     # pdsh labels repeat (a few hosts, many lines); `key: value` outputs (ethtool -i) have a new key every line.
     if len(body) >= 2 and None not in hosts and len(set(hosts)) * 2 <= len(body):
         return [PDSH_LABEL.sub("", line, count=1) for line in lines]

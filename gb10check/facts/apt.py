@@ -39,6 +39,7 @@ class Package:
 _DPKG_L_WANT = {"u": "unknown", "i": "install", "h": "hold", "r": "deinstall", "p": "purge"}
 _DPKG_L_STATE = {"n": "not-installed", "c": "config-files", "H": "half-installed", "U": "unpacked", "F": "half-configured",
                  "W": "triggers-awaited", "t": "triggers-pending", "i": "installed"}
+NO_MATCH = re.compile(r"^dpkg-query: no packages found matching \S+$")
 DPKG_L = re.compile(r"^(?P<want>[uihrp])(?P<state>[ncHUFWti])[R ]\s+(?P<package>[a-z0-9][a-z0-9+.-]+)(?::\S+)?\s+\S+")
 
 
@@ -47,12 +48,17 @@ def parse_dpkg_query(text: str) -> list[Package]:
     """dpkg-query's `${Package} ${Status}` lines; `dpkg -l` rows (`hi  nvidia-driver-580  580.95.05-0ubuntu1  arm64  ...`)
     are read too."""
     found = []
+    unmatched = False  # dpkg-query's own answer for a pattern no package matches (on stderr, exit 1)
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 4 and parts[1] in _WANTS and parts[3] in _STATES:
             found.append(Package(parts[0].split(":")[0], parts[1], parts[3]))
         elif (m := DPKG_L.match(line)):
             found.append(Package(m["package"], _DPKG_L_WANT[m["want"]], _DPKG_L_STATE[m["state"]]))
+        elif NO_MATCH.match(line.strip()):
+            unmatched = True
+    if not found and unmatched and all(NO_MATCH.match(line.strip()) for line in text.splitlines() if line.strip()):
+        return []  # what dpkg-query says: no package matches any pattern (not installed)
     if not found:
         raise ParseError("dpkg_query", "'PACKAGE WANT ok STATE' lines (dpkg-query -W -f='${Package} ${Status}\\n' ...)", text)
     return found

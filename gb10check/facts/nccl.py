@@ -89,7 +89,10 @@ NCCL_LINE = re.compile(r"\bNCCL (?P<level>INFO|WARN|ABORT)\b\s*(?P<msg>.*?)\s*$"
 NCCL_VERSION = re.compile(r"\bNCCL version\s+(?P<v>\d+\.\d+\.\d+)(?:\S*?\+cuda(?P<cuda>[\d.]+))?")
 CHANNEL = re.compile(r"\b(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:\s*\d+(?:\[[^\]]*\])?\s*->\s*\d+(?:\[[^\]]*\])?\s*"
                      r"(?:\[(?:send|receive)\]\s*)?via\s+(?P<via>\S.*?)\s*$")
-FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b.*$|\bNCCL failure\b.*$|\bTest timeout\b.*$")
+# A process that crashed says so through Open MPI's signal handler ("[node-1:12345] Signal: Segmentation fault (11)") or
+# mpirun's summary ("mpirun noticed that process rank 1 ... exited on signal 11 (Segmentation fault)."), not through nccl-tests.
+FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b.*$|\bNCCL failure\b.*$|\bTest timeout\b.*$"
+                     r"|\bSignal: (?!0\b)\w[\w ]*\(\d+\)$|\b(?:mpirun|prterun) noticed that process rank \d+\b.*\bexited on signal\b.*$")
 AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(?P<v>[\d.]+(?:e[-+]?\d+)?)")
 OOB = re.compile(r"^#?\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<word>\w+)")
 TYPES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float16", "float", "float32", "double", "float64",

@@ -23,6 +23,7 @@ class NmProfile:
     device: str | None = None  # the netdev it is active on now, if any
     ipv4_method: str | None = None  # auto (DHCP) | manual | link-local | disabled | shared
     autoconnect: str | None = None  # connection.autoconnect: yes | no (None: not printed, as by gb10check before it asked)
+    error: str | None = None  # nmcli's answer instead of the settings ("Error: unknown connection '...'."): none were read
 
     @property
     def netdevs(self) -> set[str]:
@@ -60,6 +61,9 @@ def parse(text: str) -> NmProfiles:
                 found.networkmanager = "absent"
             elif note == "NetworkManager: not running":
                 found.networkmanager = "not running"
+            continue
+        if current is not None and line.startswith("Error: "):
+            current.error = current.error or line
             continue
         key, sep, value = line.partition(":")
         if current is not None and sep and key in keys:

@@ -115,6 +115,12 @@ GPU_CELL_NO_PM = re.compile(r"^(\d+)\s+(.+?)()$")
 MIB = re.compile(r"^(?:\d+%\s+)?(\d+)\s*Mi?B\s*/\s*(\d+)\s*Mi?B$")
 PROC = re.compile(r"^(\d+|N/A)\s+(?:(\S+)\s+(\S+)\s+)?(\d+)\s+(?:(C\+G|M\+C|C|G|M)\s+)?(.+?)\s+(\d+\s*Mi?B|N/A)$")
 GPU_ERROR = re.compile(r"Unable to determine the device handle for GPU|GPU is lost", re.I)
+# What nvidia-smi prints in place of its output when it cannot read a GPU, or any (one line each; in place of the
+# CSV rows of a query, and before or instead of the table).
+SMI_FAILURE = re.compile(r"^(?:NVIDIA-SMI has failed\b|No devices were found|Failed to initialize NVML\b|Unable to determine the "
+                         r"device handle for GPU|NVIDIA-SMI couldn't find libnvidia-ml|Failed to properly shut down NVML\b)", re.I)
+# A CSV cell in place of a value when the GPU itself failed (not [N/A] / [Not Supported]: a field the GPU lacks).
+GPU_STATE_ERROR = re.compile(r"^\[(?:GPU is lost|GPU requires reset|Unknown Error|Error)\]$", re.I)
 
 
 def _cells(line: str) -> list[str] | None:
@@ -197,7 +203,7 @@ def parse_smi(text: str) -> NvidiaSmi:
     if not m:
         why = next((line.strip() for line in text.splitlines()
                     if re.search(r"NVIDIA-SMI has failed|No devices were found|couldn't communicate", line)
-                    or GPU_ERROR.search(line)), None)
+                    or GPU_ERROR.search(line) or SMI_FAILURE.match(line.strip())), None)
         raise ParseError("nvidia_smi", "the nvidia-smi table header 'NVIDIA-SMI X  Driver Version: Y  [CUDA Version: Z]' "
                                        "(R610+: 'KMD Version: Y  CUDA UMD Version: Z')",
                          why or text)
@@ -249,7 +255,16 @@ def parse_smi(text: str) -> NvidiaSmi:
         if block and len(block) >= max(header_rows, 2) and (gpu := _gpu(block, gpu_cell)):
             smi.gpus.append(gpu)
 
-    # Processes section. Cut before its closing line it does not list them all: processes_listed stays False.
+    # nvidia-smi prints ERR! in the fields it could not read from a failing GPU (fallen off the bus, Xid): the row is
+    # still there, but its figures are not readings.
+    for gpu in smi.gpus:
+        if (bad := [name for name, value in (("name", gpu.name), ("ecc", gpu.ecc), ("fan", gpu.fan), ("perf", gpu.perf),
+                                             ("memory", gpu.memory_usage), ("compute mode", gpu.compute_mode),
+                                             ("MIG mode", gpu.mig_mode)) if value and "ERR!" in value]):
+            smi.errors.append(f"GPU {gpu.index} ({gpu.bus_id}): ERR! in {', '.join(bad)}")
+
+    # Processes section. Cut before its closing line it does not list them all: processes_listed stays False (the rows
+    # read are kept: they are real).
     in_procs = False
     not_supported = False
     for line in lines:
@@ -258,6 +273,8 @@ def parse_smi(text: str) -> NvidiaSmi:
             continue
         if not in_procs:
             continue
+        if re.search(r"NVIDIA-SMI\s+\d", line):
+            break  # the next table of a `-l` loop, before this one's closing line
         if SEPARATOR.match(line):
             smi.processes_listed = not not_supported
             break
@@ -271,6 +288,11 @@ def parse_smi(text: str) -> NvidiaSmi:
             used = None if p[7] == "N/A" else round(int(re.match(r"\d+", p[7])[0]) / 1024, 3)
             smi.processes.append(SmiProcess(int(p[1]) if p[1] != "N/A" else -1, int(p[4]), p[5] or "", p[6].strip(), used))
     return smi
+
+
+def smi_failure(text: str) -> str | None:
+    """nvidia-smi's own failure line in an output ("No devices were found", "Failed to initialize NVML: ..."), if any."""
+    return next((line.strip() for line in text.splitlines() if SMI_FAILURE.match(line.strip())), None)
 
 
 # ---- --query-gpu CSV -----------------------------------------------------------
@@ -362,6 +384,10 @@ def parse_query(text: str, fields: list[str] | None = None, command: str | None 
     # nvidia-smi's own warnings (`WARNING: infoROM is corrupted at gpu 0000:17:00.0`) come on stderr, often merged in;
     # the GPU still answers, so its row counts.
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("WARNING:")]
+    # nvidia-smi's failure lines are never values, not even of a one-field noheader query: a GPU it could not read
+    # is missing from the rows, so the rows would undercount the GPUs.
+    if (failed := next((line for line in lines if SMI_FAILURE.match(line)), None)):
+        raise ParseError("nvidia_smi_query", "CSV rows, but nvidia-smi could not read the GPU(s)", failed)
     header: list[str] | None = None
 
     def looks_like_header(line: str) -> bool:
@@ -393,6 +419,10 @@ def parse_query(text: str, fields: list[str] | None = None, command: str | None 
             if n == len(lines) - 1 and rows and len(cells) < len(spec):
                 break  # the last sample of a loop, cut short
             raise ParseError("nvidia_smi_query", f"{len(spec)} comma-separated values per line ({', '.join(header)})", line)
+        if (broken := [c for c in cells if GPU_STATE_ERROR.match(c)]) and (len(broken) == len(cells) or any(
+                re.search(r"lost|reset", c, re.I) for c in broken)):
+            raise ParseError("nvidia_smi_query", "CSV values, but nvidia-smi could not read the GPU "
+                                                 f"({broken[0]} in place of its values)", line)
         rows.append({_key(name, unit): _value(name, unit, cell) for (name, unit), cell in zip(spec, cells)})
     if not rows:
         if apps and not lines:

@@ -98,6 +98,10 @@ def parse_status(text: str) -> RayStatus:
     header = HEADER.search(text)
     if not header:
         raise ParseError("ray_status", "`ray status` output ('======== Autoscaler status: ... ========')", text)
+    if not re.search(r"^Node status\s*$", text[header.end():], re.M):
+        # every Ray version prints "Node status" right under the header: without it the nodes are not shown, not none
+        raise ParseError("ray_status", "`ray status` output with its 'Node status' section (this one stops after its header)",
+                         text)
     status = RayStatus(time=header["time"])
     section = None
     for line in text[header.end():].splitlines():

@@ -63,6 +63,8 @@ def _json(kind: str, text: str, expected: str) -> Body:
     if body.startswith("data:"):  # an error sent as an SSE event
         body = body[5:].lstrip()
     if not body:
+        if (page := _not_json(text)) is not None:
+            raise ParseError(kind, f"{expected} (this is an error answer: {page.message[:120]})", text)
         raise ParseError(kind, expected, text)
     try:
         value, end = json.JSONDecoder().raw_decode(body)
@@ -263,6 +265,10 @@ def parse_chat(text: str) -> ChatCompletion:
         if error is not None:
             raise ParseError("vllm_chat", f"a chat completion (this is an error body: {error.message[:120]})", text)
         raise ParseError("vllm_chat", "an object with 'choices' (a chat completion)", text)
+    if found.get("object") == "chat.completion.chunk" or not any("message" in c or "text" in c for c in found["choices"]):
+        # a stream's chunk carries a delta, not the message: read as a completion its answer would be lost
+        raise ParseError("vllm_chat", "a chat completion body (this is a stream's chat.completion.chunk: read it as vllm_sse)",
+                         text)
     completion = completion_from(found)
     completion.wrapped = found is not body
     return completion
@@ -405,6 +411,16 @@ def parse_sse(text: str) -> Stream:
         events.append(event)
     flush(last=True)
     if not events and not done:
+        # The server refused the request before streaming (a 400 for a bad parameter, a proxy's 502 page): its error
+        # body stands in place of the stream, and that is the stream's error.
+        try:
+            refused = parse_error(text)
+        except ParseError:
+            refused = None
+        if refused is not None:
+            shown = refused.message if not refused.status or refused.message.startswith(str(refused.status)) \
+                else f"{refused.status} {refused.message}"
+            return Stream(0, False, "", "", None, [], False, None, None, None, error=shown)
         raise ParseError("vllm_sse", "server-sent events ('data: {...}' lines ending with 'data: [DONE]')", text)
     stream = reassemble(events)
     stream.done = done
@@ -418,6 +434,7 @@ def parse_sse(text: str) -> Stream:
 class ApiError:
     envelope: str  # "nested" {"error": {...}} | "flat" {"object": "error", ...} | "string" {"error": "..."} | "fastapi" {"detail": ...}
     #                | "gateway" (a proxy's or gateway's own body, e.g. {"msg": ...}: not vLLM's)
+    #                | "html" (a proxy's error page: nginx's 502 Bad Gateway) | "text" (a plain-text body: Internal Server Error)
     message: str
     type: str | None
     code: int | None
@@ -489,8 +506,40 @@ def _error_from(body: dict, nested_ok: bool = True) -> ApiError | None:
     return None
 
 
+HTML_TITLE = re.compile(r"<title>\s*(?P<t>[^<]*?)\s*</title>|<h1>\s*(?P<h>[^<]*?)\s*</h1>", re.I)
+HTML_SERVER = re.compile(r"<hr>\s*<center>\s*(?P<s>[^<]+?)\s*</center>", re.I)  # nginx's signature line
+# Plain-text bodies that are whole error answers: Starlette's (vLLM's server stack) unhandled-exception 500, and
+# envoy's when no upstream answers.
+PLAIN_ERRORS = {"Internal Server Error": True, "no healthy upstream": False}  # body -> vLLM's own
+PLAIN_UPSTREAM = re.compile(r"^upstream connect error or disconnect/reset before headers\b.*$", re.M)
+
+
+def _not_json(text: str) -> ApiError | None:
+    """An error answer that is not JSON: a proxy's HTML page (nginx's `502 Bad Gateway`) or a known plain-text body."""
+    status = next((int(m["code"]) for line in text.splitlines() if (m := STATUS_LINE.match(line))), None)
+    server = next((m["value"].strip() for line in text.splitlines()
+                   if (m := RESPONSE_HEADER.match(line) or BARE_HEADER.match(line)) and m["name"].lower() == "server"), None)
+    if re.search(r"<html\b|<!DOCTYPE html", text, re.I) and (m := HTML_TITLE.search(text)):
+        message = m["t"] or m["h"]
+        if status is None and (code := re.match(r"([1-5]\d\d)\b", message)):
+            status = int(code[1])
+        if server is None and (sig := HTML_SERVER.search(text)):
+            server = sig["s"]
+        return ApiError("html", message, None, None, None, vllm=False, status=status, server=server)
+    body = [line.strip() for line in text.splitlines() if line.strip() and not STATUS_LINE.match(line)
+            and not RESPONSE_HEADER.match(line) and not CURL_NOISE.match(line) and not TRAILING_STATUS.fullmatch(line)]
+    body = [line for line in body if not (status is not None and BARE_HEADER.match(line))]
+    if len(body) == 1 and body[0] in PLAIN_ERRORS:
+        return ApiError("text", body[0], None, None, None, vllm=PLAIN_ERRORS[body[0]], status=status, server=server)
+    if len(body) == 1 and PLAIN_UPSTREAM.match(body[0]):
+        return ApiError("text", body[0], None, status, None, vllm=False, status=status, server=server)
+    return None
+
+
 @parser
 def parse_error(text: str) -> ApiError:
+    if "{" not in text and (plain := _not_json(text)) is not None:
+        return plain
     found = _json("vllm_error", text, "an error JSON body")
     body = found.value
     error = _error_from(body) if isinstance(body, dict) else None
