@@ -2,8 +2,10 @@
 
 Real outputs reach us wrapped in noise: ANSI colour, a shell prompt with the command line (with a
 virtualenv or conda prefix, or a two-line zsh prompt), `srun -l` / `mpirun --tag-output` / `mpiexec -l` /
-`pdsh` labels before every line, a markdown quote (`> `) or code fence (```), CR line ends, trailing spaces. `clean()` takes
-all of it off once, for every parser, and keeps the command lines apart: they say which interface
+`pdsh` labels before every line, a markdown quote (`> `) or code fence (```), CR line ends, trailing spaces, and what a web
+page, issue tracker, chat or mail client does to a copied text: nested (`> > `) or mail (`>> `) quotes, HTML entities
+(`&gt;`), no-break and zero-width spaces, a BOM, typographic quotes, the whole block indented (a code block in a list item).
+`clean()` takes all of it off once, for every parser, and keeps the command lines apart: they say which interface
 a section belongs to, or which unit `free -h` printed in. Every parser is wrapped by `@parser`, so
 `perftest.parse(text)` and `gb10check parse perftest FILE` read the same facts.
 """
@@ -68,6 +70,15 @@ HYDRA_LABEL = re.compile(r"^\[(\d+)\](?: |$)")  # MPICH / Intel MPI mpiexec -l, 
 PDSH_LABEL = re.compile(r"^(?P<host>[a-z0-9][a-z0-9.-]*[0-9-][a-z0-9.-]*): ")
 TOOL_NAME = re.compile(r"(?:" + TOOLS + r"|nvidia-container-cli|docker-compose|apt-get|update-initramfs|ib_\w+)")
 QUOTE = re.compile(r"^\s*> ?")
+# What web pages, chats and mail clients put in copied text: no-break and narrow/thin spaces for spaces (HTML `&nbsp;` runs),
+# zero-width spaces and word joiners (chat line breaking), a BOM at the start (a file saved on Windows).
+SPACES = re.compile(r"[\u00a0\u2000-\u200a\u202f\u205f]")
+INVISIBLE = re.compile(r"[\u200b\u2060\ufeff]")
+TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+# HTML entities a scraped page leaves: undone only where every `&` of the text starts one (a scraper escapes them all).
+ENTITY = re.compile(r"&(?:gt|lt|amp|quot|apos|nbsp|#39|#x27|#34|#x22|#62|#60|#38);")
+ENTITIES = {"&gt;": ">", "&lt;": "<", "&amp;": "&", "&quot;": '"', "&apos;": "'", "&nbsp;": " ", "&#39;": "'", "&#x27;": "'",
+            "&#34;": '"', "&#x22;": '"', "&#62;": ">", "&#60;": "<", "&#38;": "&"}
 BARE_COMMAND = re.compile(r"^\s*(?:" + TOOLS + r")(?:\s|$)")  # a command pasted without its prompt, on the first line
 
 
@@ -130,14 +141,77 @@ def _strip_labels(lines: list[str]) -> list[str]:
     return lines
 
 
-def clean(text: str) -> Cleaned:
-    text = strip_ansi(text.replace("\r\n", "\n"))
-    # Launcher labels stand before the first CR of a line; a lone CR then redraws the rest (progress output).
-    lines = [line.rsplit("\r", 1)[-1].rstrip() for line in _strip_labels([line.rstrip() for line in text.split("\n")])]
+def _unescape(text: str) -> str:
+    if ENTITY.search(text) and text.count("&") == len(ENTITY.findall(text)):
+        return ENTITY.sub(lambda m: ENTITIES[m[0]], text)
+    return text
+
+
+def _gutter(lines: list[str]) -> list[str]:
+    """Line numbers before every line, counting up by one (blank lines numbered too): taken off. Only a full run counts."""
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    numbers = [int(m[1]) if (m := GUTTER.match(line)) else None for line in lines]
+    if len(lines) < 2 or None in numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        return lines
+    if not any(GUTTER.sub("", line, count=1).strip() for line in lines):
+        return lines  # numbers alone: the output itself (`nvidia-smi --query-gpu=index --format=csv,noheader`)
+    return [GUTTER.sub("", line, count=1) for line in lines]
+
+
+def _unquote(lines: list[str]) -> list[str]:
+    """Quoted in markdown or mail, maybe several levels deep (`> > `, `>> `): one level at a time."""
     body = [line for line in lines if line.strip()]
-    curl_verbose = any(line.startswith(("< ", "* ")) for line in body)  # curl -v marks request lines with "> " too
-    if body and not curl_verbose and sum(bool(QUOTE.match(line)) for line in body) * 2 >= len(body):  # quoted in markdown
+    if any(line.startswith(("< ", "* ")) for line in body):  # curl -v marks request lines with "> " too
+        return lines
+    while body and sum(bool(QUOTE.match(line)) for line in body) * 2 >= len(body):
         lines = [QUOTE.sub("", line, count=1) for line in lines]
+        body = [line for line in lines if line.strip()]
+    return lines
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    """The indentation every line shares (a code block in a markdown list item, a mail client's tab): taken off."""
+    body = [line for line in lines if line.strip()]
+    if not body:
+        return lines
+    prefix = min(len(line) - len(line.lstrip()) for line in body)
+    while prefix and len({line[:prefix] for line in body}) > 1:  # "  \t" and "    " share only two spaces
+        prefix -= 1
+    return [line[prefix:] for line in lines] if prefix else lines
+
+
+# What stands before a progress redraw on its line: nothing, or a process label ("(EngineCore pid=803) ", "[rank0]: ").
+REDRAW_PREFIX = re.compile(r"^\s*(?:>\s*)*(?:[(\[][^()\[\]]*[)\]]:?\s*)?$")  # after a quote marker too
+# A line-number gutter a pastebin, a diff view or `cat -n` puts before every line: "  12 | ", "12\t", "  12 │ ", "  12  ".
+GUTTER = re.compile(r"^\s*(\d+)(?:\t| ?[|│] ?|(?= )|$)")  # spaces after it: left to _dedent
+
+
+def _redraw(line: str) -> list[str]:
+    """A line's lone CRs: a progress redraw keeps what was drawn last; else they end lines.
+
+    Progress output (tqdm, dd status=progress) starts its line with the CR, after nothing but a label; a CR after text
+    ends that line (a paste through an editor that mixed line ends). Redraws after text would read as lines of their own."""
+    parts = line.split("\r")
+    drawn = [part for part in parts if part.strip()]
+    if len(parts) == 1 or not drawn:
+        return [parts[-1]]
+    return [drawn[-1]] if REDRAW_PREFIX.match(parts[0]) else parts
+
+
+def clean(text: str) -> Cleaned:
+    text = INVISIBLE.sub("", SPACES.sub(" ", _unescape(text)))
+    if not re.search(r"^\s*(?:[{\[]|data:)", text, re.M):  # JSON strings keep their quotes (a model writes "it’s")
+        text = text.translate(TYPOGRAPHIC)
+    text = strip_ansi(text.replace("\r\n", "\n"))
+    if "\n" not in text.rstrip("\r"):  # CR alone ends every line (a classic Mac text, a paste that lost its LFs)
+        text = text.replace("\r", "\n")
+    lines = _gutter([line.rstrip() for line in text.split("\n")])
+    # Launcher labels stand before the first CR of a line; a lone CR then redraws the rest (progress output). Quotes
+    # come off around them: a mail quoting labelled lines, or labelled lines of a quoted paste.
+    lines = [part.rstrip() for line in _strip_labels(_unquote(lines)) for part in _redraw(line)]
+    lines = _unquote(lines)
+    lines = _dedent(lines)
     first = next((n for n, line in enumerate(lines) if line.strip()), None)
     if first is not None and prompt_command(lines[first]) is None and BARE_COMMAND.match(lines[first]):
         lines[first] = "$ " + lines[first].strip()

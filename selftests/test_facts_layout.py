@@ -1,0 +1,201 @@
+"""Copying an output through a web page, an issue tracker, a chat or a mail client damages its layout; the facts must not
+change. Each class of damage seen in public bug reports is applied to every real capture (and to our own inputs of the
+kinds no capture covers): tabs turned into spaces, no-break / zero-width spaces and a BOM, typographic quotes, the whole
+block indented (a code block in a markdown list item), nested markdown and mail quotes, HTML entities left by a scraper,
+mixed and lone CR line ends, a lost final newline, right-stripped lines, a line-number gutter (pastebin, `cat -n`)."""
+
+import re
+
+import pytest
+
+from gb10check.facts import parse
+
+from .conftest import read_capture
+from .expected import EXPECTED
+from .test_facts_captures import facts_of
+
+
+def _lines(fn):
+    return lambda text: "\n".join(fn(n, line) for n, line in enumerate(text.split("\n")))
+
+
+def _apostrophes(text: str) -> str:  # what a chat or a word processor does to "Couldn't", "'quoted'" and "a "word""
+    text = re.sub(r"(?<=\w)'(?=\w)", "\u2019", text)
+    return re.sub(r"(?<![\w\"])\"([^\"\n]{1,40})\"(?![\w\"])", "\u201c\\1\u201d", text)
+
+
+_LABEL_ONLY = re.compile(r"^\s*(?:\([^)]*\)|\[[^\]]*\])?\s*$")  # a line a progress redraw would follow on the same line
+
+
+def _cr_after_some_lines(text: str) -> str:
+    # An editor that mixed line ends: every third line ended by a lone CR. Not after a blank or label-only line: there a
+    # lone CR is how a progress bar redraws ("(EngineCore pid=1) \rLoading ... 100%"), which the front end keeps as one line;
+    # nor after a line that has a redraw already.
+    lines = text.split("\n")
+    return "".join(line + ("\r" if n % 3 == 1 and not _LABEL_ONLY.match(line) and "\r" not in line and n < len(lines) - 1 else "\n" if n < len(lines) - 1
+                           else "") for n, line in enumerate(lines))
+
+
+DAMAGE = {
+    # (1) tabs rendered, or copied, as spaces
+    "tabs-to-8-columns": lambda t: t.expandtabs(8),
+    "tabs-to-4-spaces": lambda t: t.replace("\t", "    "),
+    "tabs-to-1-space": lambda t: t.replace("\t", " "),
+    # (2) no-break spaces (all of them, or HTML's `&nbsp; ` runs), narrow no-break spaces, zero-width spaces, a BOM
+    "nbsp-everywhere": lambda t: t.replace(" ", "\u00a0"),
+    "nbsp-in-runs": lambda t: t.replace("  ", "\u00a0 "),
+    "narrow-nbsp-in-runs": lambda t: t.replace("  ", " \u202f"),
+    "zero-width-spaces": _lines(lambda n, line: ("\u200b" + line.replace("/", "/\u200b", 1)) if line else line),
+    "bom": lambda t: "\ufeff" + t,
+    "typographic-quotes": _apostrophes,
+    # (3) the whole block indented: a code block in a markdown list item, a mail client's tab
+    "indented-2": _lines(lambda n, line: "  " + line if line else line),
+    "indented-3": _lines(lambda n, line: "   " + line),
+    "indented-4": _lines(lambda n, line: "    " + line if line else line),
+    "indented-tab": _lines(lambda n, line: "\t" + line if line else line),
+    # (4) nested markdown quotes, mail quoting, HTML entities of a scraped page
+    "markdown-quote-nested": _lines(lambda n, line: "> > " + line),
+    "mail-quote": _lines(lambda n, line: "> " + line if line else ">"),
+    "mail-quote-twice": _lines(lambda n, line: ">> " + line if line else ">>"),
+    "html-entities": lambda t: (t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+                                .replace("'", "&#39;")),
+    # (5) line ends: CRLF mixed with LF, CR CR LF, LF CR, lone CRs mixed with LF, a missing final newline
+    "crlf-mixed": _lines(lambda n, line: line + "\r" if n % 2 else line),
+    "cr-cr-lf": lambda t: t.replace("\n", "\r\r\n"),
+    "lf-cr": lambda t: t.replace("\n", "\n\r"),
+    "lone-cr-mixed": _cr_after_some_lines,
+    "no-final-newline": lambda t: t.rstrip("\n"),
+    # (6) trailing padding stripped (ragged right edge of a table)
+    "right-stripped": _lines(lambda n, line: line.rstrip()),
+    # (7) a line-number gutter: pastebin / diff view, and `cat -n`
+    "gutter-bar": _lines(lambda n, line: f"{n + 1} | {line}"),
+    "gutter-cat-n": _lines(lambda n, line: f"{n + 1:6d}\t{line}"),
+}
+
+
+def _lone_cr(text: str) -> str:  # a classic Mac text, or a paste that lost every LF
+    return text.replace("\r\n", "\n").replace("\n", "\r")
+
+
+def _all_at_once(text: str) -> str:  # a quoted mail of a list item's code block, copied from a page with &nbsp;
+    for label in ("tabs-to-4-spaces", "indented-4", "mail-quote", "nbsp-in-runs", "crlf-mixed", "bom"):
+        text = DAMAGE[label](text)
+    return text
+
+
+def _mail_quoted_srun_output(text: str) -> str:  # `srun -l` output quoted in a mail reply
+    return DAMAGE["mail-quote"]("\n".join(f"0: {line}" for line in text.split("\n")))
+
+
+def _damages(text: str):
+    yield from DAMAGE.items()
+    yield "mail-quoted-srun-output", _mail_quoted_srun_output
+    if "\r" not in text:  # a text with progress redraws that lost its LFs can't say which CR ended a line
+        yield "lone-cr", _lone_cr
+    yield "all-at-once", _all_at_once
+
+
+def _check(kind: str, text: str, what: str) -> None:
+    plain = facts_of(kind, text)
+    for label, damage in _damages(text):
+        if label == "typographic-quotes" and re.search(r"^\s*(?:[{\[]|data:)", text, re.M):
+            continue  # JSON: a typographic quote in a string is the model's, and kept
+        damaged = facts_of(kind, damage(text))
+        if "parse_error" in plain and "parse_error" in damaged:
+            continue  # refused either way ("could not check"); the excerpt it shows may differ
+        assert damaged == plain, f"{label} changed the facts of {what}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_layout_damage_does_not_change_facts(name):
+    _check(EXPECTED[name][0], read_capture(name), name)
+
+
+def _own_inputs():
+    """Our own inputs (made-up values, real layouts) of the kinds that no capture covers."""
+    from . import test_judges_pcie as pcie
+    from . import test_parsers_ray as ray
+
+    yield "lspci", pcie.lspci(pcie.GX10)
+    yield "lspci", pcie.OLD
+    yield "lspci", pcie.DENIED
+    yield "ray_version", ray.VERSION_OK
+    yield "ray_status", ray.STATUS_PAIR
+    yield "ray_status", ray.STATUS_PAIR_VERBOSE
+    yield "ray_status", ray.STATUS_OLDER
+    yield "ray_nodes", ray.NODES_PAIR
+    yield "dd", "1024+0 records in\n1024+0 records out\n1073741824 bytes (1.1 GB, 1.0 GiB) copied, 0.84 s, 1.3 GB/s\n"
+    yield "nmcli_profiles", ("-- profile 0b7a9c2e-1111-4a2b-9c3d-000000000002 --\ndevice:enP2p1s0f1np1\n"
+                             "connection.id:qsfp\\:1\nconnection.type:802-3-ethernet\nconnection.interface-name:enP2p1s0f1np1\n"
+                             "connection.autoconnect:no\nipv4.method:manual\n")
+    # perftest's banner: two fields a line, the second after two tabs (the tabs a web page turns into spaces)
+    yield "perftest", ("---------------------------------------------------------------------------------------\n"
+                       "                    RDMA_Write BW Test\n"
+                       " Dual-port       : OFF\t\tDevice         : rocep1s0f0\n"
+                       " Number of qps   : 1\t\tTransport type : IB\n"
+                       " Connection type : RC\t\tUsing SRQ      : OFF\n"
+                       " PCIe relax order: ON\n"
+                       " TX depth        : 128\n"
+                       " CQ Moderation   : 1\n"
+                       " Mtu             : 4096[B]\n"
+                       " Link type       : Ethernet\n"
+                       " GID index       : 3\n"
+                       " Max inline data : 0[B]\n"
+                       " rdma_cm QPs\t : OFF\n"
+                       " Data ex. method : Ethernet\n"
+                       "---------------------------------------------------------------------------------------\n"
+                       " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+                       " 65536      5000             92.31              92.28\t\t     0.176012\n"
+                       "---------------------------------------------------------------------------------------\n")
+    # /etc/ufw/user.rules: tuple comments and iptables lines
+    yield "ufw_user_rules", ("*filter\n:ufw-user-input - [0:0]\n:ufw-user-output - [0:0]\n### RULES ###\n\n"
+                             "### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n"
+                             "-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n\n"
+                             "### tuple ### allow any any 0.0.0.0/0 any 169.254.0.0/16 in_enP2p1s0f1np1\n"
+                             "-A ufw-user-input -i enP2p1s0f1np1 -s 169.254.0.0/16 -j ACCEPT\n\n"
+                             "### END RULES ###\nCOMMIT\n")
+
+
+OWN = list(_own_inputs())
+
+
+@pytest.mark.parametrize(("kind", "text"), OWN, ids=[f"{kind}-{n}" for n, (kind, _) in enumerate(OWN)])
+def test_layout_damage_does_not_change_facts_of_our_inputs(kind, text):
+    assert "parse_error" not in facts_of(kind, text)  # the input itself reads (else the check compares two refusals)
+    _check(kind, text, f"our {kind} input")
+
+
+# ---- what clean() undoes, and where it must not guess -------------------------------------------------------------------
+
+def test_entities_are_kept_where_the_text_has_a_bare_ampersand():
+    # A log line with "&&" and a URL's "&amp;" was not escaped by a scraper: "&amp;" stays as printed.
+    from gb10check.facts._text import clean
+
+    text = "INFO 01-02 03:04:05 [launcher.py:10] cmd: a && b; url http://x/?a=1&amp;b=2\n"
+    assert clean(text).text == text
+
+
+def test_json_strings_keep_their_typographic_quotes():
+    body = ('{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant",'
+            '"content":"It\u2019s \u201cfine\u201d"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,'
+            '"total_tokens":3}}')
+    assert parse("vllm_chat", body).content == "It\u2019s \u201cfine\u201d"
+
+
+def test_progress_redraw_after_a_label_stays_one_line_and_a_cr_after_text_ends_it():
+    from gb10check.facts._text import clean
+
+    redraw = "(EngineCore pid=7) \rLoading shards:   0% 0/1\rLoading shards: 100% 1/1\nnext\n"
+    assert clean(redraw).text == "Loading shards: 100% 1/1\nnext\n"
+    mixed = "mlx5_0 port 1 ==> enp1s0f0np0 (Up)\rmlx5_1 port 1 ==> enp1s0f1np1 (Down)\n"
+    assert [(p.rdma_device, p.netdev, p.state) for p in parse("ibdev2netdev", mixed)] == [
+        ("mlx5_0", "enp1s0f0np0", "up"), ("mlx5_1", "enp1s0f1np1", "down")]
+
+
+def test_a_numbered_column_that_does_not_count_up_is_not_a_gutter():
+    from gb10check.facts._text import clean
+
+    text = "1 | a\n1 | b\n3 | c\n"
+    assert clean(text).text == text
+    indexes = "0\n1\n2\n3\n"  # nvidia-smi --query-gpu=index --format=csv,noheader: numbers that count up, and nothing else
+    assert clean(indexes).text == indexes
