@@ -122,14 +122,18 @@ class Probes:
             yield p.a, p.a_link, p.b, p.b_link
             yield p.b, p.b_link, p.a, p.a_link
 
-    def result(self, src: str, src_dev: str, dst: str, dst_dev: str) -> PathResult:
+    def measure(self) -> dict[str, PathResult]:
+        """Every path's results, measured on the first call (the fleet starts it beside the facts' gather)."""
         with self._lock:
             if self._results is None:
                 started = time.monotonic()
                 # Under pytest-xdist the first worker measures and the others read its results (one set of listeners).
                 self._results = run_shared(self.run_id, "probes", self._measure, self._dump, self._load)
                 self.timing["probes"] = time.monotonic() - started
-        res = self._results[_key(src, src_dev, dst, dst_dev)]
+        return self._results
+
+    def result(self, src: str, src_dev: str, dst: str, dst_dev: str) -> PathResult:
+        res = self.measure()[_key(src, src_dev, dst, dst_dev)]
         if res.error is not None:
             raise res.error
         return res

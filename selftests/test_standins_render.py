@@ -11,7 +11,7 @@ from gb10check.gather import SMI_SAMPLE
 from gb10check.remedies import Code
 from gb10check.sim import scenarios
 from gb10check.sim.control import node_state
-from gb10check.sim.standins import lspci, nvidia_smi
+from gb10check.sim.standins import dmesg, lspci, nvidia_smi
 from gb10check.sim.topology import pair_or_switch
 from gb10check.gather import LSPCI
 
@@ -119,3 +119,26 @@ def test_every_scenario_state_renders(rank):
         s = state(rank, name)
         assert lspci.render(s, args_of(LSPCI), root=True)[1] == 0
         assert nvidia_smi.query_rows(s, SAMPLE_ARGS, "clocks.sm,power.draw")[1] == 0
+
+
+# ---- dmesg -------------------------------------------------------------------------------------
+
+REAL_DMESG = "[    0.000000] Linux version 6.17.0-1014-nvidia (buildd@host) #14-Ubuntu SMP\n[   12.345678] mlx5_core 0000:01:00.0: enabled\n"
+
+
+def kernel_log_of(s: dict):
+    return parse("kernel_log", "-- source: dmesg --\n" + dmesg.render(s, REAL_DMESG, []))
+
+
+def test_dmesg_healthy_is_the_real_log_only():
+    assert dmesg.render(state(1), REAL_DMESG, []) == REAL_DMESG
+    assert platform.judge_kernel_log("pgx-32", kernel_log_of(state(1))) == []
+
+
+def test_dmesg_gpu_xid_scenario_warns_with_the_lines():
+    found = platform.judge_kernel_log("pgx-32", kernel_log_of(state(1, "gpu-xid")))
+    assert [(f.code, f.warning, f.params["what"]) for f in found] == [(Code.KERNEL_LOG, True, "GPU Xid error"),
+                                                                      (Code.KERNEL_LOG, True, "NV_ERR_NO_MEMORY")]
+    assert "[ 4021.118204] NVRM: Xid (PCI:000f:01:00): 31, pid=20417, name=python3" in found[0].text
+    assert platform.judge_kernel_log("pgx-30", kernel_log_of(state(0, "gpu-xid"))) == []  # rank 0's log is the real one
+    assert dmesg.render(state(1, "gpu-xid"), REAL_DMESG, ["-T"]) == REAL_DMESG  # another layout: the real log only

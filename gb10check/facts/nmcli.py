@@ -47,6 +47,10 @@ def parse(text: str) -> NmProfiles:
     seen_note = False
     keys = {"device": "device", "connection.id": "name", "connection.type": "type",
             "connection.interface-name": "interface", "connection.autoconnect": "autoconnect", "ipv4.method": "ipv4_method"}
+    if not any(NOTE.match(line.strip()) for line in text.splitlines()) and re.search(r"^\s*connection\.id:", text, re.M):
+        # one profile's `nmcli [-t] [-f ...] connection show ID` pasted alone: that profile (its uuid if printed)
+        uuid = re.search(r"^\s*connection\.uuid:\s*(\S+)", text, re.M)
+        text = f"-- profile {uuid[1] if uuid else ''} --\n{text}"
     for raw in text.splitlines():
         line = raw.strip()
         if not line:

@@ -141,7 +141,9 @@ def start_docker(spec: dict) -> None:
 
 # Units a node must not run: they would act on the host's devices, clock or kernel settings (one kernel for
 # all), wait for hardware, or are the host's own services.
-MASKED = ["systemd-udevd.service", "systemd-udev-trigger.service", "systemd-udev-settle.service", "systemd-udevd-control.socket",
+# NetworkManager too: installed for the nm-dhcp-on-qsfp scenario, which starts it by hand; a node's boot must not.
+MASKED = ["NetworkManager.service", "NetworkManager-wait-online.service", "NetworkManager-dispatcher.service",
+          "systemd-udevd.service", "systemd-udev-trigger.service", "systemd-udev-settle.service", "systemd-udevd-control.socket",
           "systemd-udevd-kernel.socket", "systemd-timesyncd.service", "systemd-sysctl.service", "systemd-modules-load.service",
           "systemd-remount-fs.service", "systemd-networkd-wait-online.service", "systemd-pstore.service", "getty@tty1.service",
           "console-getty.service", "postgresql.service", "e2scrub_reap.service", "apt-daily.timer", "apt-daily-upgrade.timer",

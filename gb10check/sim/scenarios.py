@@ -53,6 +53,26 @@ IMAGE = image.NAME
 MODEL_DIR = f"{HF}/hub/models--" + MODEL_REPO.replace("/", "--")
 
 
+def _on_own_disk(path: str, size: str) -> str:
+    """Shell that moves `path`'s files onto a real ext4 filesystem of `size` (a loop device over a sparse file in the
+    node's own /var/tmp) mounted at `path`: a disk of its own that reads with direct I/O, fills up and can be throttled,
+    where the node's root is a tmpfs overlay. `mount -o loop` sets autoclear: the loop device goes when the node stops."""
+    img = f"/var/tmp/gb10sim-disk-{path.rsplit('/', 1)[-1]}.img"
+    return (f"set -e; truncate -s {size} {img}; mkfs.ext4 -q -F {img}; mnt=$(mktemp -d); mount -o loop {img} $mnt; "
+            f"rmdir $mnt/lost+found; cp -a {path}/. $mnt/; mount --bind $mnt {path}; umount $mnt; rmdir $mnt")
+
+
+# A real NetworkManager in a node: its own system bus, profiles in keyfiles, every device left unmanaged so the sim's
+# links keep their addresses (a profile is judged by what it would do: on a real machine NetworkManager activates it).
+NM_CONF = ("[main]\nplugins=keyfile\nno-auto-default=*\ndns=none\nrc-manager=unmanaged\n\n"
+           "[keyfile]\nunmanaged-devices=*\n")
+START_NM = ("mkdir -p /etc/NetworkManager/conf.d /run/dbus && "
+            f"printf '{NM_CONF}' > /etc/NetworkManager/conf.d/99-gb10sim.conf && "
+            "dbus-daemon --system --fork </dev/null >/dev/null 2>&1 && NetworkManager </dev/null >/dev/null 2>&1 && "
+            "for i in $(seq 100); do nmcli -t general status >/dev/null 2>&1 && exit 0; sleep 0.1; done; "
+            "echo 'NetworkManager did not answer within 10 s' >&2; exit 1")
+
+
 SCENARIOS = {s.name: s for s in [
     Scenario("healthy", "nothing changed", ()),
     Scenario("docker-group-missing", "rank 1: the SSH user is not in the docker group (docker only through sudo)",
@@ -169,9 +189,9 @@ SCENARIOS = {s.name: s for s in [
              "no clock-event reason shown (only an AC power-off clears it)",
              (Step(1, state={"gpu_load": {"sm_clock_mhz": 801, "power_w": 19.6, "clock_event_reasons": 0}}),),
              proves=("test_gpu_compute:gpu-clock-low",)),
-    Scenario("cpu-throttled", "rank 1 held to half a CPU through its cgroup (cpu.cfs_quota_us): its matmul really runs slower, "
+    Scenario("cpu-throttled", "rank 1 held to a quarter of a CPU through its cgroup (cpu.cfs_quota_us): its matmul really runs slower, "
              "as a GB10 stuck in a low-power state does, and nvidia-smi does not say why",
-             (Step(1, shell="echo 50000 > /sys/fs/cgroup/cpu/cpu.cfs_quota_us"),),
+             (Step(1, shell="echo 25000 > /sys/fs/cgroup/cpu/cpu.cfs_quota_us"),),
              proves=("test_gpu_compute:gpu-compute-spread",)),
     Scenario("mtu-mismatch", "rank 1: enp1s0f0np0 has MTU 9000, its peer 1500",
              (Step(1, shell="ip link set enp1s0f0np0 mtu 9000"),),
@@ -193,6 +213,33 @@ SCENARIOS = {s.name: s for s in [
     Scenario("rdma-port-errors", "rank 1: rocep1s0f0 counted 12 symbol errors and one link_downed since boot (a warning)",
              (Step(1, state=_links(enp1s0f0np0={"counters": {"symbol_error": 12, "link_downed": 1}})),),
              proves=("test_rdma_error_counters:rdma-error-counters",)),
+    Scenario("disk-slow", "the model's blobs on a disk of their own on every node (ext4 on a loop device), rank 1's read at "
+             "40 MB/s through its blkio cgroup: a slower disk (the seed's 850 s load against 300 s; a warning)",
+             (Step(-1, shell=_on_own_disk(f"{MODEL_DIR}/blobs", "1G")),
+              Step(1, shell=f"echo \"$(findmnt -no MAJ:MIN --target {MODEL_DIR}/blobs) 40000000\" "
+                            "> /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device")),
+             proves=("test_shard_read_rate:disk-slow",)),
+    Scenario("disk-low", "rank 1: the Hugging Face cache on a 1 GiB disk of its own (ext4 on a loop device): the model fits, "
+             "less than the 2 GiB margin left for logs, compile caches and a re-download (a warning)",
+             (Step(1, shell=_on_own_disk(HF, "1G")),),
+             proves=("test_disk_space:disk-low",)),
+    Scenario("nm-dhcp-on-qsfp", "a real NetworkManager on every node; rank 0 has a static profile on enp1s0f0np0, rank 1 "
+             "'Wired connection 2' with DHCP (ipv4.method auto, autoconnect on) bound to it (dgx-spark-playbooks issue 56)",
+             (Step(-1, shell=START_NM),
+              Step(0, shell="nmcli connection add type ethernet ifname enp1s0f0np0 con-name cx7-port0 ipv4.method manual "
+                            "ipv4.addresses \"$(ip -4 -br addr show enp1s0f0np0 | awk '{print $3}')\" >/dev/null"),
+              Step(1, shell="nmcli connection add type ethernet ifname enp1s0f0np0 con-name 'Wired connection 2' "
+                            "ipv4.method auto >/dev/null")),
+             proves=("test_no_dhcp_on_qsfp:nm-dhcp-qsfp",)),
+    Scenario("gpu-xid", "rank 1's kernel log since boot holds a GPU MMU fault (Xid 31) and the driver's NV_ERR_NO_MEMORY, "
+             "as dmesg prints them (a warning; this machine's kernel has no GPU: the node's dmesg adds the lines)",
+             (Step(1, state={"kernel_log": [
+                 {"at_s": 4021.118204, "message": "NVRM: Xid (PCI:000f:01:00): 31, pid=20417, name=python3, channel 0x00000002, "
+                                                  "intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f12_3a400000. "
+                                                  "Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"},
+                 {"at_s": 4021.119730, "message": "NVRM: nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] "
+                                                  "(0x00000051) returned from _memdescAllocInternal"}]}),),
+             proves=("test_kernel_log:kernel-log",)),
     Scenario("reboot-pending", "rank 1: /var/run/reboot-required after a kernel and driver upgrade (a warning)",
              (Step(1, shell="printf 'linux-image-6.17.0-1014-nvidia\\nnvidia-dkms-580-open\\n' > /var/run/reboot-required.pkgs && "
                             "printf '*** System restart required ***\\n' > /var/run/reboot-required"),),

@@ -205,4 +205,28 @@ EXPECTED = {
             "envelope": "fastapi",
             "message": "Not Found",
         }),
+    # A real NetworkManager 1.42.4 in the sim's nodes (scenario nm-dhcp-on-qsfp): gb10check's NM_PROFILES command as the
+    # SSH user, and one profile's `nmcli -f ... connection show` without -t and in full.
+    "ours/nmcli/sim-nm-1.42.4-gather-profiles-dhcp-rank1.txt": (
+        "nmcli_profiles", {
+            "networkmanager": "running", "#profiles": 1,
+            "profiles.0.uuid": "d51a1679-62b0-436a-ab25-26a551508fe5", "profiles.0.name": "Wired connection 2",
+            "profiles.0.type": "802-3-ethernet", "profiles.0.interface": "enp1s0f0np0", "profiles.0.device": None,
+            "profiles.0.ipv4_method": "auto", "profiles.0.autoconnect": "yes",
+        }),
+    "ours/nmcli/sim-nm-1.42.4-gather-profiles-static-rank0.txt": (
+        "nmcli_profiles", {
+            "#profiles": 1, "profiles.0.name": "cx7-port0", "profiles.0.interface": "enp1s0f0np0",
+            "profiles.0.ipv4_method": "manual", "profiles.0.device": None,
+        }),
+    "ours/nmcli/sim-nm-1.42.4-show-fields-no-t-rank1.txt": (
+        "nmcli_profiles", {
+            "#profiles": 1, "profiles.0.uuid": "", "profiles.0.name": "Wired connection 2", "profiles.0.interface": "enp1s0f0np0",
+            "profiles.0.ipv4_method": "auto", "profiles.0.autoconnect": "yes",
+        }),
+    "ours/nmcli/sim-nm-1.42.4-connection-show-full-rank1.txt": (
+        "nmcli_profiles", {
+            "#profiles": 1, "profiles.0.uuid": "d51a1679-62b0-436a-ab25-26a551508fe5", "profiles.0.name": "Wired connection 2",
+            "profiles.0.type": "802-3-ethernet", "profiles.0.interface": "enp1s0f0np0", "profiles.0.ipv4_method": "auto",
+        }),
 }
