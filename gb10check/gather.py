@@ -448,6 +448,12 @@ def exclusive(name: str):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def port_lock(node: str, port: int):
+    """Held while something of ours listens on `port` of `node` (ib_write_bw's server, the reachability probes'
+    listeners), across threads, pytest-xdist workers and runs on this runner."""
+    return exclusive(f"port-{node}-{port}")
+
+
 def run_shared(run_id: str | None, name: str, compute: Callable[[], T], dump: Callable[[T], Any], load: Callable[[Any], T]) -> T:
     """`compute()` once per pytest run: under pytest-xdist (`run_id`: the run's testrunuid, given to workers only) the
     first worker computes and writes its result (JSON, mode 600: outputs can hold a node's .env) beside the run's other

@@ -11,6 +11,7 @@ Each `test_ping[...]`, `test_path_mtu[...]`, `test_ssh_mesh[...]` and `test_port
 programs are ours; what comes back is read as JSON data, never executed.
 """
 
+import contextlib
 import json
 import shlex
 import threading
@@ -20,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .cluster import Cluster
-from .gather import run_shared
+from .gather import port_lock, run_shared
 from .poll import wait_until
 from .remote import RemoteError, RemoteNode
 
@@ -139,12 +140,20 @@ class Probes:
         return res
 
     def _measure(self) -> dict[str, PathResult]:
-        run_id = uuid.uuid4().hex[:12]
         ports = self.cluster.required_ports()
         paths = list(self.paths())
+        listen = {n.name: sorted({(bl.ip, port) for a, al, b, bl in paths if b.name == n.name for port in ports})
+                  for n in self.cluster.by_rank()}
+        # The listeners hold these ports for a while (the perftest port among them): ib_write_bw's server waits (port_lock).
+        with contextlib.ExitStack() as held:
+            for name, port in sorted({(name, port) for name, pairs in listen.items() for _, port in pairs}):
+                held.enter_context(port_lock(name, port))
+            return self._measure_held(paths, ports, listen)
+
+    def _measure_held(self, paths: list, ports: list[int], listen: dict[str, list]) -> dict[str, PathResult]:
+        run_id = uuid.uuid4().hex[:12]
         results = {_key(a.name, al.netdev, b.name, bl.netdev): PathResult() for a, al, b, bl in paths}
         nodes = {n.name: self.node(n.name) for n in self.cluster.by_rank()}
-        listen = {name: sorted({(bl.ip, port) for a, al, b, bl in paths if b.name == name for port in ports}) for name in nodes}
         ready = f"/tmp/gb10check-listen-{run_id}.ready"
 
         def start(name: str) -> RemoteError | None:

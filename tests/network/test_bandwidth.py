@@ -5,7 +5,7 @@ import time
 import pytest
 
 from gb10check.checks import links
-from gb10check.gather import exclusive, parse_or_error
+from gb10check.gather import parse_or_error, port_lock
 from gb10check.verdict import report
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
@@ -18,7 +18,7 @@ def test_ib_write_bw(link_pair, cluster, measurements):
     port = expect.perftest_port + [l.netdev for l in lp.b.links].index(lp.b_link.netdev)
     gid = expect.roce_gid_index
     log = f"/tmp/gb10check-ibw-{port}.log"
-    with exclusive(f"perftest-{lp.b.name}-{port}"):  # under -n, never two servers on one node and port
+    with port_lock(lp.b.name, port):  # never two listeners on one node and port: another link's server, the probes
         lp.b.run(f"nohup timeout {duration + 60} ib_write_bw -d {lp.b_link.rdma_device} -x {gid} -p {port} -D {duration} -F "
                  f"--report_gbits > {log} 2>&1 &")
         try:
