@@ -255,10 +255,6 @@ def read_batch(commands: list[str], text: str) -> dict[str, Output]:
     return found
 
 
-# The tests that judge the reachability probes' results (gb10check/probes.py).
-PROBE_TESTS = {"test_ping", "test_ssh_mesh", "test_port_open", "test_path_mtu"}
-
-
 class Fleet:
     """The run's nodes: one RemoteNode each, their shared facts gathered once, concurrently, on first use."""
 
@@ -266,7 +262,7 @@ class Fleet:
         self.cluster = cluster
         self.nodes: dict[str, RemoteNode] = {}
         self._facts: dict[str, dict[tuple[str, bool], Output] | RemoteError] | None = None
-        self._lock = threading.RLock()  # facts() starts the probes (probes() takes it again) before it gathers
+        self._lock = threading.Lock()
         self._probes = None
         self._once: dict[tuple[str, str], Output | RemoteError] = {}
         self._serial = threading.Lock()  # long programs (the compute canary): one node at a time, in rank order
@@ -326,8 +322,6 @@ class Fleet:
     def facts(self, name: str) -> dict[tuple[str, bool], Output]:
         with self._lock:
             if self._facts is None:
-                if self.wanted & PROBE_TESTS:  # the probes wait on the network, the gather on the nodes: both at once
-                    threading.Thread(target=self.probes().measure, daemon=True).start()
                 started = time.monotonic()
                 self._facts = run_shared(self.run_id, "facts", self._gather_all, self._dump_facts, self._load_facts)
                 self.timing["gather"] = time.monotonic() - started

@@ -57,18 +57,3 @@ def test_the_walker_catches_each_form(tmp_path):
                                        "t.py:8: Finding built inline (judges in gb10check/checks/ build them)"]
     assert offences(good, tmp_path) == []
 
-
-def test_probe_tests_are_the_ones_that_read_the_probes():
-    """gather.PROBE_TESTS starts the reachability probes beside the facts' gather: exactly the checks that read them
-    (through fleet.probes(), in the test or in a helper of its module)."""
-    from gb10check.gather import PROBE_TESTS
-
-    def calls(fn, name) -> bool:
-        return any(isinstance(c, ast.Call) and getattr(c.func, "attr", getattr(c.func, "id", None)) == name for c in ast.walk(fn))
-
-    readers = set()
-    for path in files():
-        funcs = [f for f in ast.walk(ast.parse(path.read_text())) if isinstance(f, ast.FunctionDef)]
-        reading = {f.name for f in funcs if calls(f, "probes")}
-        readers |= {f.name for f in funcs if f.name.startswith("test_") and any(calls(f, r) or f.name == r for r in reading)}
-    assert readers == PROBE_TESTS
