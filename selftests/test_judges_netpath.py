@@ -138,3 +138,18 @@ def test_path_mtu_larger_on_one_end_fails():
         "pgx-30 enp1s0f0np0) and on any switch port between them, in netplan (9000 or 4200 everywhere, or 1500 everywhere): "
         "a jumbo MTU on one end only drops every full-sized frame while pings pass (dgx-spark-playbooks PR 103)")
     assert netpath.judge_path_mtu("pgx-30", a, "pgx-32", b, 0, DF_OK, "", 1472) == []
+
+
+def test_a_profile_nmcli_could_not_show_is_not_checked_never_a_pass():
+    """Our real capture of the gather on the sim's NetworkManager with a second profile nmcli listed but could not show
+    (deleted between the list and the show): that profile is "could not check", the DHCP one still fails."""
+    from gb10check.remedies import NOT_CHECKED
+
+    from .conftest import read_capture
+
+    text = read_capture("ours/nmcli/sim-nm-1.42.4-gather-profiles-dhcp-rank1.txt") + (
+        "-- profile 0d8c2f4e-1111-4a2b-9c3d-5e6f7a8b9c0d --\ndevice:\n"
+        "Error: 0d8c2f4e-1111-4a2b-9c3d-5e6f7a8b9c0d - no such connection profile.\n")
+    found = netpath.judge_nm_dhcp("pgx-32", parse("nmcli_profiles", text), QSFP)
+    assert [(f.code in NOT_CHECKED, f.code.value) for f in found] == [(True, "garbled-output"), (False, "nm-dhcp-qsfp")]
+    assert "nmcli listed profile 0d8c2f4e-1111-4a2b-9c3d-5e6f7a8b9c0d but could not show it: Error:" in found[0].text

@@ -45,6 +45,11 @@ def judge_nm_dhcp(node: str, profiles, qsfp_netdevs: set[str]) -> list[Finding]:
     fails: it fights the static/link-local addresses, adds routes, and waits for a DHCP server that is not there
     (dgx-spark-playbooks issue 56)."""
     found = []
+    for p in profiles.profiles:  # nmcli listed it but could not show it (deleted meanwhile, or its daemon went away)
+        if p.error and (not p.device or p.device in qsfp_netdevs):
+            found.append(Finding(Code.GARBLED, node, f"nmcli listed profile {p.uuid} but could not show it: {p.error}",
+                                 "each profile's ipv4.method and interface", command=f"nmcli connection show {p.uuid}",
+                                 kind="nmcli_profiles"))
     for p, on in dhcp_on_qsfp(profiles, qsfp_netdevs):
         how = "active" if p.device in on else "autoconnect on"
         found.append(Finding(Code.NM_DHCP_QSFP, f"{node}:{on[0]}", f"NetworkManager profile {p.name!r} ({p.uuid}) with "
