@@ -152,7 +152,10 @@ MASKED = ["NetworkManager.service", "NetworkManager-wait-online.service", "Netwo
           "dev-hugepages.mount", "dev-mqueue.mount", "systemd-journald-audit.socket", "systemd-update-utmp.service",
           # The node's users are the host's /etc plus the SSH user boot.py adds; sysusers (run when /etc looks older than
           # /usr, as it does in a node's fresh root) once failed a node's boot under load.
-          "systemd-sysusers.service"]
+          "systemd-sysusers.service",
+          # The journal stays volatile in the node's own /run: flushing it to /var/log/journal once failed a boot (fresh-clone
+          # CI, 2026-12-01); nothing in a node reads a persistent journal.
+          "systemd-journal-flush.service"]
 
 
 def systemd_units(spec: dict) -> None:
