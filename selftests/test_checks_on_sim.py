@@ -13,7 +13,7 @@ from gb10check import gather
 from gb10check.remedies import Code
 from gb10check.sim import control, scenarios
 
-from .simbed import require_sim, run_suite
+from .simbed import require_sim, run_suite, step
 
 pytestmark = pytest.mark.sim
 
@@ -465,15 +465,11 @@ def test_warning_scenarios(bed, name):
 def test_hold_driver_script_clears_the_driver_unheld_warning(bed):
     """The check's mechanical fix, as a helper: scripts/hold-driver shows the change (--check exits 1), holds the package
     for real (apt-mark in the node), finds nothing more to do, and the warning is gone."""
-    import subprocess
-    import sys
-
     path = control.up(2, quiet=True)
     scenarios.apply("driver-unheld")
 
     def hold(*args):
-        return subprocess.run([sys.executable, "-m", "gb10check", "hold-driver", f"--cluster={path}", *args],
-                              capture_output=True, text=True, timeout=300)
+        return step("hold-driver", path, *args, timeout=300)
 
     check = hold("--check")
     said = check.stdout + check.stderr  # rich's console: stderr
@@ -491,15 +487,11 @@ def test_nm_release_script_releases_a_real_networkmanager_profile(bed):
     """The check's mechanical fix, as a helper, on a real NetworkManager: scripts/nm-release-qsfp shows the change (--check
     exits 1 and changes nothing), turns the DHCP profile's autoconnect off through nmcli in the node, then finds nothing
     more to do, and test_no_dhcp_on_qsfp passes; rank 0's static profile is left alone."""
-    import subprocess
-    import sys
-
     path = control.up(2, quiet=True)
     scenarios.apply("nm-dhcp-on-qsfp")
 
     def release(*args):
-        return subprocess.run([sys.executable, "-m", "gb10check", "nm-release-qsfp", f"--cluster={path}", *args],
-                              capture_output=True, text=True, timeout=300)
+        return step("nm-release-qsfp", path, *args, timeout=300)
 
     def autoconnect(node, name):
         return control.node_exec(node, f"nmcli -g connection.autoconnect connection show '{name}'").stdout.strip()
