@@ -201,6 +201,10 @@ EXPECTED: dict[str, dict[str, str]] = {
             rf"\[gpu-compute-spread\] {B}: saw \d[\d.e-]* TFLOP/s, [5-9]\d% slower than {A} \(\d[\d.e-]* TFLOP/s\); expected within 50% "
             rf"of the fastest node \(expect\.max_compute_spread\)\n  fix: power {B} off at the wall",
     },
+    "nccl-corrupt": {
+        NCCL: r"\[nccl-wrong-values\] .*: saw wrong values in 1 row\(s\) of the result table \(#wrong > 0 at 1073741824 bytes\); "
+              r"expected 0 wrong values at every size\n  fix: data arrived corrupted: read the RDMA error counters",
+    },
     "nm-dhcp-on-qsfp": {  # a real NetworkManager's profiles (rank 0's static one passes)
         f"{NW}/test_netpath.py::test_no_dhcp_on_qsfp[{B}]":
             rf"\[nm-dhcp-qsfp\] {B}:{L0}: saw NetworkManager profile 'Wired connection 2' \([0-9a-f-]{{36}}\) with ipv4\.method "
@@ -288,6 +292,7 @@ VISIBLE = {
     "disk-slow": (1, "cat /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device", " 40000000"),
     "disk-low": (1, "df /home/lenovo/vllm/huggingface", "/dev/loop"),
     "nm-dhcp-on-qsfp": (1, "nmcli -t -f NAME,TYPE,DEVICE connection show", "Wired connection 2:802-3-ethernet:"),
+    "nccl-corrupt": (1, "cat /etc/gb10sim/state.json", '"nccl_wrong": 12'),
     "gpu-xid": (1, "dmesg | tail -n 2", "[ 4021.118204] NVRM: Xid (PCI:000f:01:00): 31, pid=20417"),
     "cpu-throttled": (1, "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us", "25000"),
     "rdma-port-errors": (1, "cat /sys/class/infiniband/rocep1s0f0/ports/1/counters/symbol_error", "12"),

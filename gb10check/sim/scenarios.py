@@ -240,6 +240,10 @@ SCENARIOS = {s.name: s for s in [
                  {"at_s": 4021.119730, "message": "NVRM: nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] "
                                                   "(0x00000051) returned from _memdescAllocInternal"}]}),),
              proves=("test_kernel_log:kernel-log",)),
+    Scenario("nccl-corrupt", "rank 1's path corrupts data: nccl-tests counts 12 wrong elements at full bandwidth (the stand-in "
+             "prints them; a real corruption needs a bad cable or HCA)",
+             (Step(1, state={"nccl_wrong": 12}),),
+             proves=("test_nccl_all_gather:nccl-wrong-values",)),
     Scenario("reboot-pending", "rank 1: /var/run/reboot-required after a kernel and driver upgrade (a warning)",
              (Step(1, shell="printf 'linux-image-6.17.0-1014-nvidia\\nnvidia-dkms-580-open\\n' > /var/run/reboot-required.pkgs && "
                             "printf '*** System restart required ***\\n' > /var/run/reboot-required"),),

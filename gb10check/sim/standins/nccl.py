@@ -97,9 +97,10 @@ def nccl_test(program: str, hosts: list[str], peers: list[dict], env: dict) -> i
     print("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong")
     print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)")
     redop = "none" if program == "all_gather_perf" else "sum"
-    print(f" {size:12d}  {size // 4:12d}     float    {redop:>4}      -1  {t_us:7.0f}  {algbw:6.2f}  {gbs:6.2f}       0  {t_us:7.0f}  "
-          f"{algbw:6.2f}  {gbs:6.2f}       0")
-    print("# Out of bounds values : 0 OK")
+    wrong = sum(p.get("nccl_wrong", 0) for p in peers)  # elements a rank's path corrupts (state: a bad cable or HCA)
+    print(f" {size:12d}  {size // 4:12d}     float    {redop:>4}      -1  {t_us:7.0f}  {algbw:6.2f}  {gbs:6.2f}  {wrong:6d}  {t_us:7.0f}  "
+          f"{algbw:6.2f}  {gbs:6.2f}  {wrong:6d}")
+    print(f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}")
     print(f"# Avg bus bandwidth    : {gbs:.4f}")
     print("#")
     print(f"# Collective test concluded: {program}")
