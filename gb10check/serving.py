@@ -15,21 +15,37 @@ not in any message, repr or report. Nothing else from the environment reaches th
 own OPENAI_* variables (a user's key for api.openai.com, custom headers) are not read into requests.
 """
 
+from __future__ import annotations
+
+import functools
 import json
 import statistics
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import openai
 import requests
-from openai._streaming import SSEDecoder
-
-try:  # the HTTP library under this openai release (httpx before 3.x, httpx2 after): its errors end a closed stream
-    from httpx2 import HTTPError as _HTTPError
-except ImportError:  # pragma: no cover
-    from httpx import HTTPError as _HTTPError
 
 from .facts.vllm_api import ChatCompletion, ParseError, Stream, completion_from, parse_error, reassemble
+
+if TYPE_CHECKING:
+    import openai
+
+
+def _openai():
+    """The openai package, imported at the first request: importing it takes about a second on a small machine, and
+    every preflight run collects the serving tests (deselected) and would pay that second for nothing."""
+    import openai
+
+    return openai
+
+
+def _http_error() -> type:
+    try:  # the HTTP library under this openai release (httpx before 3.x, httpx2 after): its errors end a closed stream
+        from httpx2 import HTTPError
+    except ImportError:  # pragma: no cover
+        from httpx import HTTPError
+    return HTTPError
 
 
 class ApiUnreachable(Exception):
@@ -105,20 +121,27 @@ CLIENT_PARAMS = {"model", "messages", "temperature", "max_tokens", "max_completi
                  "frequency_penalty", "response_format", "parallel_tool_calls"}
 
 
-class _DoneSeen(SSEDecoder):
-    """The client's SSE decoder, noting whether the stream ended with `data: [DONE]` (the client stops there silently)."""
-    done = False
+@functools.cache
+def _client_class() -> type:
+    """The openai client, its SSE decoder noting whether the stream ended with `data: [DONE]` (the client stops there
+    silently)."""
+    openai = _openai()
+    from openai._streaming import SSEDecoder
 
-    def decode(self, line: str):
-        sse = super().decode(line)
-        if sse is not None and sse.data.startswith("[DONE]"):
-            self.done = True
-        return sse
+    class DoneSeen(SSEDecoder):
+        done = False
 
+        def decode(self, line: str):
+            sse = super().decode(line)
+            if sse is not None and sse.data.startswith("[DONE]"):
+                self.done = True
+            return sse
 
-class _Client(openai.OpenAI):
-    def _make_sse_decoder(self) -> SSEDecoder:
-        return _DoneSeen()
+    class Client(openai.OpenAI):
+        def _make_sse_decoder(self) -> SSEDecoder:
+            return DoneSeen()
+
+    return Client
 
 
 @dataclass
@@ -137,12 +160,13 @@ class Api:
     def client(self) -> openai.OpenAI:
         """The `openai` client users' applications would use, retries off, bounded, holding the key (if any)."""
         if self._client is None:
+            openai = _openai()
             # An explicit Authorization header, so OPENAI_CUSTOM_HEADERS cannot replace it; without a key the
             # header is omitted per request (the client refuses to send none otherwise), never OPENAI_API_KEY's.
             headers = {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
             if self.api_key:
                 headers["Authorization"] = f"Bearer {self.api_key}"
-            self._client = _Client(base_url=self.base_url, api_key=self.api_key or "", admin_api_key="",
+            self._client = _client_class()(base_url=self.base_url, api_key=self.api_key or "", admin_api_key="",
                                    default_headers=headers, max_retries=0, timeout=self.timeout_s,
                                    _enforce_credentials=False)
         return self._client
@@ -162,6 +186,7 @@ class Api:
         return Reply(r.status_code, r.text)
 
     def _create(self, body: dict, stream: bool, read_timeout_s: float | None = None):
+        openai = _openai()
         params = {k: v for k, v in body.items() if k in CLIENT_PARAMS}
         extra = {k: v for k, v in body.items() if k not in CLIENT_PARAMS and k != "stream"}
         # read_timeout_s: the longest silence between two reads (a stream's next chunk), the connection bounded as usual
@@ -183,12 +208,14 @@ class Api:
 
     def _no_answer(self, exc: openai.APIConnectionError, request: str) -> Reply:
         """Sent but nothing back in time: a Reply without status. Not connected at all: ApiUnreachable."""
+        openai = _openai()
         if isinstance(exc, openai.APITimeoutError) and type(exc.__cause__).__name__ != "ConnectTimeout":
             return Reply(None, "", f"no answer within {self.timeout_s:g} s")
         raise ApiUnreachable(f"{request.replace(' /', ' ' + self.base_url + '/', 1)}: {_cause(exc)}") from None
 
     def chat(self, body: dict) -> tuple[Reply | None, ChatCompletion | None]:
         """POST /chat/completions through the client: (the refusal, None) or (None, the completion's facts)."""
+        openai = _openai()
         try:
             completion = self._create(body, stream=False)
         except openai.APIStatusError as exc:
@@ -204,6 +231,7 @@ class Api:
         read_timeout_s: the longest silence allowed before any chunk (default: the client's timeout); on_open(stream)
         is handed the open stream (another thread may close() it to abort); on_chunk(seconds since the start, carries
         a token) is called as each chunk arrives (a load driver's stall detector)."""
+        openai, http_error = _openai(), _http_error()
         start = time.monotonic()
         wait = self.timeout_s if read_timeout_s is None else read_timeout_s
         try:
@@ -238,7 +266,7 @@ class Api:
                 events.append({"error": exc.body if isinstance(exc.body, (dict, str)) else exc.message})
             except json.JSONDecodeError as exc:
                 broken = f"an event that is not JSON after {len(events)} chunks ({exc.msg})"
-            except (_HTTPError, OSError, ValueError, RuntimeError) as exc:  # closed under us (an abort from another thread)
+            except (http_error, OSError, ValueError, RuntimeError) as exc:  # closed under us (an abort from another thread)
                 broken = f"stream closed after {len(events)} chunks ({type(exc).__name__})"
         total = time.monotonic() - start
         done = bool(getattr(getattr(chunks, "_decoder", None), "done", False))

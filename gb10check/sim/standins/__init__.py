@@ -11,8 +11,22 @@ The package is copied whole into each node (/usr/local/lib/gb10sim/standins); th
 lead to its __main__.py, whose argv[0] picks the tool (see tools.py).
 """
 
-from .common import state
-from .files import make_file
-from .state_sync import refresh
-
 __all__ = ["make_file", "refresh", "state"]
+
+
+def __getattr__(name: str):
+    """make_file, refresh and state on first use: every tool imports this package, and a stand-in starts once per command
+    (files and state_sync bring shutil, bz2, lzma and platform: half of a tool's start-up)."""
+    if name == "make_file":
+        from .files import make_file
+
+        return make_file
+    if name == "refresh":
+        from .state_sync import refresh
+
+        return refresh
+    if name == "state":
+        from .common import state
+
+        return state
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

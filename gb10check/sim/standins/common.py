@@ -1,9 +1,7 @@
 """What every stand-in shares: the node's simulated state, sysfs reads, and the GID table (stdlib only)."""
 
-import ipaddress
-import os
 import json
-import subprocess
+import os
 
 STATE = "/etc/gb10sim/state.json"
 IB = "/sys/class/infiniband"
@@ -32,6 +30,8 @@ def mac_of(netdev: str) -> list[int]:
 
 
 def ipv4_of(netdev: str) -> list[str]:
+    import subprocess  # here, not at the top: most tools never need it, and each tool is a fresh interpreter
+
     try:
         out = subprocess.run(["ip", "-j", "-4", "addr", "show", "dev", netdev], capture_output=True, text=True, timeout=5).stdout
         return [a["local"] for i in json.loads(out or "[]") for a in i.get("addr_info", [])]
@@ -50,6 +50,8 @@ def devices(s: dict) -> list[tuple[str, str, dict]]:
 def gid_table_for(link_local: str, ipv4s: list[str], layout: str) -> list[tuple[str, str]]:
     """(gid, sysfs type) by index, as the mlx5 driver fills it: link-local v1/v2, then per IPv4 address v1/v2.
     layout "shifted": an IPv6 address came and went, so the IPv4 entries sit higher (v1 at 3, v2 at 5)."""
+    import ipaddress  # as subprocess above
+
     table = [(link_local, "IB/RoCE v1"), (link_local, "RoCE v2")]
     for ip in ipv4s:
         mapped = ipaddress.IPv6Address(f"::ffff:{ip}").exploded
@@ -73,7 +75,7 @@ def roce_v2_ipv4_index(layout: str) -> int:
     """The index of the RoCE v2 GID of a port's (first) IPv4 address: what NCCL picks by itself and what
     NCCL_IB_GID_INDEX must name. Read off the same table the sysfs stand-in writes."""
     table = gid_table_for("fe80:0000:0000:0000:0000:0000:0000:0000", ["192.0.2.1"], layout)
-    return next(i for i, (gid, kind) in enumerate(table) if kind == "RoCE v2" and ipaddress.IPv6Address(gid).ipv4_mapped)
+    return next(i for i, (gid, kind) in enumerate(table) if kind == "RoCE v2" and gid.startswith("0000:0000:0000:0000:0000:ffff:"))
 
 
 def sysfs_gids(dev: str) -> list[tuple[int, str, str, str]]:
