@@ -6,8 +6,10 @@ Everything `up` creates is named gb10sim-* so `down` can find and remove it, als
 failed `up`.
 """
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,6 +59,35 @@ def keygen(path: Path, comment: str) -> tuple[str, str]:
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
     path.chmod(0o600)
     return path.read_text(), path.with_suffix(".pub").read_text().strip()
+
+
+FIREWALL_SOURCES = ["169.254.0.0/16", "192.168.101.0/24"]
+FIREWALL_PORTS = ["20001/tcp"]
+
+
+def ufw_cache() -> Path:
+    """Where a node's /etc/ufw is kept after the ufw commands of its first boot, for the next boots (boot.firewall): keyed
+    by the rules and by everything those commands start from (ufw itself, its templates, this machine's /etc/ufw)."""
+    digest = hashlib.sha256(json.dumps([FIREWALL_SOURCES, FIREWALL_PORTS]).encode())
+    for path in sorted(["/usr/sbin/ufw", "/etc/default/ufw", *map(str, Path("/usr/share/ufw/iptables").glob("*")),
+                        *map(str, Path("/etc/ufw").glob("*"))]):
+        if os.path.isfile(path):
+            digest.update(path.encode() + b"\0" + Path(path).read_bytes())
+    return provision.cache_dir() / "ufw" / digest.hexdigest()[:16]
+
+
+def keep_ufw_files(pid: int, target: Path) -> None:
+    """A booted node's /etc/ufw into `target` (ufw_cache()), once, when its ufw is set up (ufw reset's dated backups left out)."""
+    conf = Path(f"/proc/{pid}/root/etc/ufw/ufw.conf")
+    if target.exists() or not conf.exists() or "ENABLED=yes" not in conf.read_text():
+        return
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(f"/proc/{pid}/root/etc/ufw", tmp, ignore=lambda _, names: [n for n in names if re.search(r"\.\d{8}_\d{6}$", n)])
+    try:
+        tmp.rename(target)
+    except OSError:  # another boot kept it first
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def pub_key_only(pub: str) -> str:
@@ -153,13 +184,14 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
         workdir = cluster.deploy.workdir
         procs = {}
         image_tar = image.build(d / "image.tar")
+        ufw_files = ufw_cache()
         for n in nodes:
             (d / "mnt" / n.name).mkdir(parents=True, exist_ok=True)
             spec = {"name": n.name, "user": topology.USER, "mnt_dir": str(d / "mnt" / n.name), "host_key": host_keys[n.name][0],
                     "host_key_pub": host_keys[n.name][1], "runner_pub": runner_pub, "shared_key": shared_key, "shared_pub": shared_pub,
                     "known_hosts": node_known, "hosts": [(m.name, m.mgmt_ip) for m in nodes], "netplan": netplan_step.render(cluster.node(n.name)),
-                    "state": node_state(n), "firewall_sources": ["169.254.0.0/16", "192.168.101.0/24"],
-                    "firewall_ports": ["20001/tcp"],
+                    "state": node_state(n), "firewall_sources": FIREWALL_SOURCES,
+                    "firewall_ports": FIREWALL_PORTS, "ufw_cache": str(ufw_files),
                     "files": [{"path": f"{cluster.deploy.hf_cache}/hub/{provision.model_entry().name}", "tree": str(provision.model_entry())},
                         {"path": f"{workdir}/{cluster.deploy.compose_file}", "content": compose_text},
                         {"path": f"{workdir}/.env", "content": compose.env_file(cluster, cluster.node(n.name))}],
@@ -179,7 +211,9 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
                 except subprocess.TimeoutExpired:
                     rest = ""
                 raise SimError(f"node {n.name} did not boot: {line} {rest}".strip())
-            (d / "nodes" / f"{n.name}.pid").write_text(str(init_pid(procs[n.name].pid)))
+            pid = init_pid(procs[n.name].pid)
+            (d / "nodes" / f"{n.name}.pid").write_text(str(pid))
+            keep_ufw_files(pid, ufw_files)
         if init == "systemd":
             for n in nodes:
                 wait_booted(n.name, [link.address for link in n.links])
