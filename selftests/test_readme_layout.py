@@ -1,0 +1,22 @@
+"""README's layout section names every module and folder of the tree: a newcomer finds each by its name there."""
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def layout_block() -> str:
+    section = (REPO / "README.md").read_text().split("\n## Layout\n", 1)[1]
+    return section.split("```", 2)[1]
+
+
+def test_every_module_and_folder_is_in_the_layout():
+    block = layout_block()
+    package = REPO / "gb10check"
+    wanted = [f"gb10check/{p.name}" for p in package.glob("*.py") if not p.name.startswith("__")]
+    wanted += [f"gb10check/{p.name}/" for p in package.iterdir() if p.is_dir() and not p.name.startswith("__")]
+    wanted += [p.name for p in (package / "deploy").glob("*.py") if not p.name.startswith("__")]
+    wanted += [f"{name}/" for name in ("tests", "selftests", "scripts", "bench", ".github", ".ci")]
+    wanted += ["conftest.py", "pytest.ini", "pyproject.toml", "cluster.example.yaml"]
+    missing = [name for name in wanted if name not in block]
+    assert not missing, f"README's layout section does not name: {', '.join(missing)}"
