@@ -57,8 +57,13 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
 }
 # A CPU quota only slows the server: the throttled run asks for the throughput check (and two quick ones) instead of
-# three minutes of every check at 0.3 of a core; the others' outcomes on this server are the healthy run's.
-ONLY = {"server-throttled": "test_decode_throughput or test_health or test_model_registered"}
+# three minutes of every check at 0.3 of a core; the others' outcomes on this server are the healthy run's. A parser
+# flag changes what a reply carries, not how fast it comes: the parser-off runs leave out the two measurements (the
+# healthy and the throttled runs hold them), half of each run.
+NOT_SPEED = "not test_decode_throughput and not test_concurrency"
+ONLY = {"server-throttled": "test_decode_throughput or test_health or test_model_registered",
+        "reasoning-parser-off": NOT_SPEED, "tool-parser-off": NOT_SPEED}
+SELECTED = {"server-throttled": 3, "reasoning-parser-off": 11, "tool-parser-off": 11}  # of the 13 serving checks
 SKIPPED_WHEN = {  # scenario -> reason every dependent check is skipped with
     "server-not-started": "is not serving: see test_health",
     "api-key-required": "refuses this client (401): see test_api_key",
@@ -90,7 +95,7 @@ def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch):
         serve.ensure(timeout_s=240)
     run = run_suite(bed, "-m", "serving", *(("-k", ONLY[name]) if name in ONLY else ()), timeout=900)
     results = run.results
-    assert len(results) == (3 if name in ONLY else 13), sorted(results)
+    assert len(results) == SELECTED.get(name, 13), sorted(results)
     failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
     assert set(failed) == set(EXPECTED[name]), "\n".join(sorted(set(failed) ^ set(EXPECTED[name]))) + "\n" + run.stdout[-3000:]
     for test_id, pattern in EXPECTED[name].items():
