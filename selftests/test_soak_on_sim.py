@@ -147,12 +147,11 @@ def test_memory_hog_on_the_follower_stops_every_rank_and_names_it(pair):
     path = pair.cluster_file(min_mem_available=round(launcher.mem_available_gib(B) - 3.0, 2))
 
     def hog():
-        # At a high priority: on two cores shared with both loaded ranks, a plain hog took up to 40 s to fill its 6 GiB,
-        # and the bound below is about the watchdog's reaction, not the hog's speed.
-        control.node_exec(B, "timeout 120 nice -n -15 python3 -c 'b = b\"x\" * (6 * 2**30); import time; time.sleep(120)' "
-                             ">/dev/null 2>&1 &", check=False)
+        control.node_exec(B, "timeout 120 python3 -c 'b = b\"x\" * (6 * 2**30); import time; time.sleep(120)' >/dev/null 2>&1 &", check=False)
 
-    run, took = soak_with_fault(path, hog, FAULT_AFTER_S, "-k", "test_sustained_load")
+    # 20 s in, as before this test's two failures at 10 s (47 and 49 s from the hog to the stage's end, with and without a
+    # high priority for the hog): why the hog's crossing shows that late is not understood yet (issue #13's note).
+    run, took = soak_with_fault(path, hog, 20, "-k", "test_sustained_load")
     control.node_exec(B, "pkill -f 'b = b' || true", check=False)
     text = failure(run, LOAD)
     assert re.search(rf"\[soak-memory-floor\] {B}: saw MemAvailable \d+\.\d GiB at \d+ s into the run; the watchdog stopped "
