@@ -40,6 +40,7 @@ def _openai():
     return openai
 
 
+@functools.cache  # a failed import is not remembered by Python: without the cache every stream looked for httpx2 again
 def _http_error() -> type:
     try:  # the HTTP library under this openai release (httpx before 3.x, httpx2 after): its errors end a closed stream
         from httpx2 import HTTPError
