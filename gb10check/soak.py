@@ -351,6 +351,7 @@ class _Driver:
     def __init__(self, cluster, launcher, api: Api, cfg: Settings, next_body, concurrency: int, duration_s: float,
                  first_limit_s: float, on_tick, stop: threading.Event | None, clock=time.monotonic):
         self.api, self.cfg, self.next_body, self.clock = api, cfg, next_body, clock
+        api.client  # made (openai imported) before the clock starts: that second is not the server's to answer
         self.concurrency, self.duration_s, self.first_limit_s, self.on_tick = concurrency, duration_s, first_limit_s, on_tick
         self.stop = stop or threading.Event()
         self.ending = threading.Event()

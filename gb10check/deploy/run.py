@@ -29,6 +29,7 @@ import re
 import shlex
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,7 +176,10 @@ FULL_CHECK_S = 2.0  # logs, exit codes and /health: read this often, whatever th
 
 
 def stop_every_rank(launcher, order: list[str], kill: bool) -> str:
-    return "; ".join(f"{n}: {launcher.stop(n, kill=kill)}" for n in order)
+    """Every rank at once: a rank that ignores TERM holds only its own grace time, not the others' too."""
+    with ThreadPoolExecutor(max_workers=len(order) or 1) as pool:
+        said = list(pool.map(lambda n: launcher.stop(n, kill=kill), order))
+    return "; ".join(f"{n}: {s}" for n, s in zip(order, said))
 
 
 @dataclass

@@ -120,7 +120,7 @@ def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: N
         say("vLLM not started (scenario)")
         return {"options": options}
     argv = argv_for(cluster, options)
-    env = {"HF_HOME": cluster.deploy.hf_cache, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+    env = {"HF_HOME": cluster.deploy.hf_cache, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
            "VLLM_CPU_OMP_THREADS_BIND": "0", "PYTHONUNBUFFERED": "1", "HOME": "/root", "PATH": "/usr/bin:/bin"}
     if options.get("api_key"):
         key_path().write_text(secrets.token_hex(16))
