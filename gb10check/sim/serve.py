@@ -120,6 +120,8 @@ def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: N
         say("vLLM not started (scenario)")
         return {"options": options}
     argv = argv_for(cluster, options)
+    # VLLM_ENABLE_V1_MULTIPROCESSING=0: the one worker of TP=1 runs in the engine's process (vLLM for CPU spawns it
+    # otherwise: one more Python start importing torch and vLLM, 10-14 s of the ~40 s start on this box).
     env = {"HF_HOME": cluster.deploy.hf_cache, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
            "VLLM_CPU_OMP_THREADS_BIND": "0", "PYTHONUNBUFFERED": "1", "HOME": "/root", "PATH": "/usr/bin:/bin"}
     if options.get("api_key"):
