@@ -5,6 +5,7 @@ docker compose, `pytest -m serving` passes against it (the decode floor aside: s
 away."""
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -49,7 +50,8 @@ def test_scripts_deploy_the_real_pair_and_serving_passes(systemd_pair):
     deploy = script("deploy", f"--cluster={path}", "--stall-timeout=180", timeout=900)
     assert deploy.returncode == 0, deploy.stderr[-3000:]
     assert f"starting rank 1 on {B}: docker compose up -d: vllm serve" in deploy.stdout and "--headless" in deploy.stdout
-    assert "serving: http://198.18.0.10:20001/health answers" in deploy.stdout
+    assert "health: http://198.18.0.10:20001/health answers" in deploy.stdout
+    assert re.search(r"serving: a first completion came back in \d+\.\d s,", deploy.stdout), deploy.stdout[-2000:]
 
     # Every serving check but the decode floor: two TP=2 ranks on this machine's two shared cores decode at about the
     # sim's floor (5 tok/s; 5.0 failed a fresh-clone run), a figure of this box, not of the deployment. The decode check is

@@ -1,9 +1,9 @@
 """The healthy deployment (rank 0 first, rank 1 headless) and `pytest -m soak` against the real two-node TP=2 vLLM on the simulated pair (deployed as scripts/deploy does: rank 0
 first, rank 1 headless, docker compose in each node): healthy, it passes the sustained load, the long-context request
 and a two-depth sweep; under each fault injected mid-soak it fails with the cause named, within the stall limit plus
-a few seconds. The soak runs as a user runs it (a pytest process against the cluster file); the faults are real:
-a rank's processes stopped (SIGSTOP), a memory hog in the follower, the follower's container killed, and a cluster
-file whose max_model_len is larger than the server's.
+a few seconds. The soak runs as a user runs it (a pytest process against the cluster file); the faults: a rank's real
+processes stopped (SIGSTOP), the follower's real container killed, a cluster file whose max_model_len is larger than
+the server's, and 6 GiB of the follower's memory (as the sim renders it) taken at once.
 """
 
 import re
@@ -16,7 +16,7 @@ import yaml
 
 from gb10check.cluster import load_cluster
 from gb10check.deploy.run import ComposeLauncher, deploy, down
-from gb10check.sim import control
+from gb10check.sim import control, scenarios
 
 from .simbed import require_provisioned_sim, run_suite
 
@@ -140,23 +140,27 @@ def test_prompt_larger_than_the_server_accepts_is_named(pair):
 
 def test_memory_hog_on_the_follower_stops_every_rank_and_names_it(pair):
     launcher = pair.deployed()
-    # The floor 3 GiB under what the follower has now (the loaded ranks move it by well under a GiB under load); the hog
-    # adds 6 GiB. (4.5 GiB, as in test_memory_watchdog_stops_every_rank, was not crossed once in a fresh-clone run.)
+    # The floor 3 GiB under what the follower has now (the loaded ranks move it by well under a GiB under load); 6 GiB
+    # more taken at once on the follower, as its unified memory is rendered (its processes' memory and the state's
+    # extra_used_kb). A real 6 GiB process fills at about 60 MB/s on this box under the soak's load (1.2 GB/s idle,
+    # 0.5 GB/s beside four busy loops): its crossing came 40-60 s after it started, at the soak's end or after it,
+    # which timed the box's page zeroing, not the watch. test_deploy_run's watchdog test holds the real hog.
     path = pair.cluster_file(min_mem_available=round(launcher.mem_available_gib(B) - 3.0, 2))
 
     def hog():
-        control.node_exec(B, "timeout 120 python3 -c 'b = b\"x\" * (6 * 2**30); import time; time.sleep(120)' >/dev/null 2>&1 &", check=False)
+        scenarios.change_state(B, {"extra_used_kb": 6 * 1024 * 1024})
 
-    run, took = soak_with_fault(path, hog, 20, "-k", "test_sustained_load")
-    control.node_exec(B, "pkill -f 'b = b' || true", check=False)
+    try:
+        run, took = soak_with_fault(path, hog, 20, "-k", "test_sustained_load")
+    finally:
+        scenarios.change_state(B, {"extra_used_kb": 0})
     text = failure(run, LOAD)
     assert re.search(rf"\[soak-memory-floor\] {B}: saw MemAvailable \d+\.\d GiB at \d+ s into the run; the watchdog stopped "
                      rf"every rank", text), text
     assert launcher.exit_code(A) is not None and launcher.exit_code(B) is not None, "every rank stopped"
-    # The issue's bound for every fault: the stall limit plus a few seconds (filling 6 GiB and stopping both ranks take
-    # part of it on two shared cores; 37.8 s was seen in a fresh-clone run).
+    # The issue's bound for every fault: the stall limit plus a few seconds.
     stall_limit = load_cluster(pair.path).soak.stall_limit_s
-    assert took < stall_limit + 15, f"named {took:.0f} s after the hog started (stall limit {stall_limit:g} s)"
+    assert took < stall_limit + 15, f"named {took:.0f} s after the memory was taken (stall limit {stall_limit:g} s)"
 
 
 def test_frozen_rank_is_a_stall_named_within_the_limit(pair):

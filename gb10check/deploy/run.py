@@ -12,8 +12,11 @@ memory wedges a GB10 instead of failing. So the watch does what the field report
   - logs, exits and /health are read every FULL_CHECK_S (2 s), whatever the memory poll;
   - startup milestones (vllm_log) followed in order per rank; none new on any rank for
     stall_timeout_s fails the deploy with the milestone each rank is stuck at and the likely causes;
-  - done when rank 0 logs "Application startup complete" and /health answers. nvidia-smi is never
-    used as a probe (it blocks when the driver is stuck).
+  - done when rank 0 logs "Application startup complete", /health answers and a first one-token completion
+    comes back (`FirstAnswer`): /health is the API server alone, the first request is the first collective of
+    every rank (a pair that hangs there looks healthy until a user asks), and its one-time start-up cost
+    (28 s for TP=2 on the simulated pair) is then not the first user's, nor the soak's first stream's. Its
+    limit is stall_timeout_s. nvidia-smi is never used as a probe (it blocks when the driver is stuck).
 A deployment record (what, where, when, each stage's time) is written beside the cluster file.
 
 Ranks are started by `ComposeLauncher`: each node's own compose file, `docker compose up -d`, over
@@ -25,9 +28,12 @@ or never joined fails the deploy, named), then `vllm serve` in rank 0's Ray cont
 """
 
 import json
+import os
 import re
 import shlex
+import threading
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -224,6 +230,35 @@ class MemoryWatchdog:
         return low
 
 
+class FirstAnswer(threading.Thread):
+    """One completion of one token from the served model, in the background while the watch goes on. `status` is
+    the HTTP status (None: no answer: `error` says why); `took_s` the seconds it took."""
+
+    def __init__(self, cluster: Cluster, timeout_s: float):
+        super().__init__(daemon=True, name="gb10check-first-answer")
+        d = cluster.deploy
+        self.url = f"http://{cluster.head.address}:{d.api_port}/v1/completions"
+        self.body = json.dumps({"model": d.served_model_name, "prompt": "Hello", "max_tokens": 1}).encode()
+        key = os.environ.get(cluster.serving.api_key_env) if cluster.serving.api_key_env else None
+        self.headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+        self.timeout_s = timeout_s
+        self.status: int | None = None
+        self.error = ""
+        self.took_s = 0.0
+
+    def run(self) -> None:
+        t = time.monotonic()
+        try:
+            request = urllib.request.Request(self.url, data=self.body, headers=self.headers, method="POST")
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as r:
+                self.status = r.status
+        except urllib.error.HTTPError as exc:
+            self.status, self.error = exc.code, exc.read(300).decode(errors="replace").strip()
+        except (OSError, ValueError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        self.took_s = round(time.monotonic() - t, 1)
+
+
 def launcher_for(cluster: Cluster) -> ComposeLauncher:
     """The launcher of the cluster's executor: mp's ranks, or the Ray playbook's containers (deploy/ray.py)."""
     if cluster.uses_ray:
@@ -298,6 +333,7 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
     url = f"http://{cluster.head.address}:{d.api_port}/health"
     watchdog = MemoryWatchdog(launcher, order, wd.min_mem_available)
     last_full = float("-inf")
+    first: FirstAnswer | None = None
     while True:
         crossing = watchdog.check()
         if crossing is not None:
@@ -323,17 +359,34 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
                 known = "".join(f"\ncause: {e.hint} ({LOG_PREFIX.sub('', e.text.strip())[:200]})" for e in log.errors[:2])
                 fail(f"{launcher.describe(n)} exited with code {code} during startup{known}\nlast log lines:\n{tail}",
                      kill=False)
-        if logs[order[0]].startup_complete:  # the log just recorded, not a newer read: its milestones are all in rec
+        if logs[order[0]].startup_complete and first is None:  # the log just recorded: its milestones are all in rec
             try:
                 with urllib.request.urlopen(url, timeout=3) as r:
-                    if r.status == 200:
-                        rec.outcome = "serving"
-                        mark("serving")
-                        say(f"serving: {url} answers, {rec.stages['serving']:.1f} s after the first start")
-                        return rec
+                    healthy = r.status == 200
             except OSError:
-                pass
+                healthy = False
+            if healthy:
+                mark("health")
+                say(f"health: {url} answers, {rec.stages['health']:.1f} s after the first start; asking for a first token")
+                first = FirstAnswer(cluster, timeout_s=stall + 30)  # the stall check below names a hang first
+                first.start()
+                last_progress = time.monotonic()
+        if first is not None and not first.is_alive():
+            if first.status is None or first.status >= 500:
+                what = f"HTTP {first.status}: {first.error[:300]}" if first.status else first.error[:300]
+                fail(f"{url} answers but the first completion failed after {first.took_s:.0f} s ({what}); "
+                     "every rank's log (docker logs) says why", kill=False)
+            rec.outcome = "serving"
+            mark("serving")
+            note = "" if first.status == 200 else f" (it answered HTTP {first.status}: {first.error[:160]}; not a token)"
+            say(f"serving: a first completion came back in {first.took_s:.1f} s{note}, {rec.stages['serving']:.1f} s after "
+                "the first start")
+            return rec
         stuck = time.monotonic() - last_progress
+        if first is not None and stuck > stall:
+            fail(f"startup stalled: {url} answers but a first one-token completion got no answer in {stuck:.0f} s; "
+                 "likely causes: a rank hung at its first collective (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME naming the "
+                 "wrong interface, a firewall dropping the NCCL ports between nodes); read every rank's log", kill=False)
         if stuck > stall or time.monotonic() - t0 > ready_timeout_s:
             where = ", ".join(f"{n} at '{(read_log(launcher.log(n)).last_milestone or 'no milestone')}'" for n in order)
             likely = LIKELY_STALL_RAY.format(head=order[0]) if cluster.uses_ray else LIKELY_STALL.format(port=d.master_port)

@@ -310,6 +310,13 @@ SCENARIOS = {s.name: s for s in [
 ]}
 
 
+def change_state(node: str, change: dict) -> None:
+    """Merge `change` into a node's stand-in state (its syncer renders it within 0.5 s; apply() refreshes at once)."""
+    current = json.loads(control.node_exec(node, "cat /etc/gb10sim/state.json").stdout)
+    control.node_exec(node, "cat > /etc/gb10sim/state.json.new && mv /etc/gb10sim/state.json.new /etc/gb10sim/state.json",
+                      input=json.dumps(merge(current, change), indent=1))
+
+
 def apply(name: str) -> None:
     if name not in SCENARIOS:
         raise ScenarioError(f"unknown scenario {name!r}; `gb10check sim scenarios` lists them")
@@ -331,9 +338,7 @@ def apply(name: str) -> None:
             if step.files:
                 control.make_files(node, list(step.files))
             if step.state:
-                current = json.loads(control.node_exec(node, "cat /etc/gb10sim/state.json").stdout)
-                control.node_exec(node, "cat > /etc/gb10sim/state.json.new && mv /etc/gb10sim/state.json.new /etc/gb10sim/state.json",
-                                  input=json.dumps(merge(current, step.state), indent=1))
+                change_state(node, step.state)
             if step.shell:
                 control.node_exec(node, step.shell)
         if step.serve is not None:

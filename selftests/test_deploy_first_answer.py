@@ -1,0 +1,129 @@
+"""The deploy's last step: /health answers, then one one-token completion must come back before the deployment is
+called serving (gb10check/deploy/run.py, FirstAnswer). A rank hung at its first collective answers /health and never
+a token: that is a failed deploy, named, every rank stopped. Seconds, no vLLM, no root: a scripted launcher and a
+local HTTP server; the healthy path runs on the real TP=2 pair (test_soak_on_sim, test_scripts_end_to_end)."""
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from gb10check.cluster import load_cluster
+from gb10check.deploy.run import DeployFailed, deploy
+
+from .fake_openai import FakeLauncher
+
+REPO = Path(__file__).resolve().parent.parent
+A, B = "thinkstationpgx-30", "thinkstationpgx-32"
+READY_LOG = ("(APIServer pid=1) INFO 12-01 10:00:00 [api_server.py:1] vLLM API server version 0.32.0\n"
+             "INFO:     Application startup complete.\n")
+
+
+class Launcher(FakeLauncher):
+    def drop_caches(self, node: str) -> str:
+        return "dropped"
+
+    def start(self, node: str) -> str:
+        return "docker compose up -d: vllm serve"
+
+    def describe(self, node: str) -> str:
+        return node
+
+
+class Api:
+    """/health 200; POST /v1/completions answers `completion` ("ok", "hang" until closed, or "500")."""
+
+    def __init__(self, completion: str):
+        self.release, self.asked = threading.Event(), []
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _reply(self, status: int, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._reply(200 if self.path == "/health" else 404, {})
+
+            def do_POST(self):
+                api.asked.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+                if completion == "hang":
+                    api.release.wait(30)
+                elif completion == "500":
+                    self._reply(500, {"error": {"message": "EngineCore encountered an issue"}})
+                else:
+                    self._reply(200, {"choices": [{"text": " there"}]})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def cluster(self):
+        base = load_cluster(REPO / "cluster.example.yaml")
+        nodes = [n.model_copy(update={"address": "127.0.0.1"}) if n.rank == 0 else n for n in base.nodes]
+        deploy_ = base.deploy.model_copy(update={"api_port": self.httpd.server_address[1]})
+        return base.model_copy(update={"nodes": nodes, "deploy": deploy_})
+
+    def close(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def api_with(request):
+    made = []
+
+    def make(completion: str) -> Api:
+        made.append(Api(completion))
+        return made[-1]
+
+    yield make
+    for a in made:
+        a.close()
+
+
+def run_deploy(api: Api, tmp_path: Path, stall_s: float = 30):
+    launcher = Launcher(log=lambda node, t: READY_LOG if node == A else "")
+    said: list[str] = []
+    try:
+        rec = deploy(api.cluster(), launcher, tmp_path / "deployment.json", say=said.append, stall_timeout_s=stall_s)
+    except DeployFailed as exc:
+        return None, str(exc), said, launcher
+    return rec, "", said, launcher
+
+
+def test_serving_only_once_a_first_token_came_back(api_with, tmp_path):
+    api = api_with("ok")
+    rec, _, said, _ = run_deploy(api, tmp_path)
+    assert rec.outcome == "serving" and list(rec.stages)[-2:] == ["health", "serving"]
+    assert api.asked == [("/v1/completions", {"model": api.cluster().deploy.served_model_name, "prompt": "Hello",
+                                              "max_tokens": 1})]
+    assert said[-2].startswith("health: http://127.0.0.1:") and said[-2].endswith("asking for a first token")
+    assert said[-1].startswith("serving: a first completion came back in ")
+
+
+def test_health_without_a_first_token_is_a_stall_and_every_rank_stops(api_with, tmp_path):
+    api = api_with("hang")
+    rec, text, said, launcher = run_deploy(api, tmp_path, stall_s=3)
+    assert rec is None and "startup stalled: http://127.0.0.1:" in text
+    assert re.search(r"/health answers but a first one-token completion got no answer in [3-6] s; likely causes: a rank hung "
+                     r"at its first collective", text), text
+    assert f"stopped every rank ({A}: stopped; {B}: stopped)" in text
+    assert json.loads((tmp_path / "deployment.json").read_text())["outcome"] == "failed"
+
+
+def test_a_first_completion_that_errors_fails_the_deploy_with_the_servers_words(api_with, tmp_path):
+    rec, text, _, _ = run_deploy(api_with("500"), tmp_path)
+    assert rec is None and "answers but the first completion failed after 0 s (HTTP 500: " in text
+    assert "EngineCore encountered an issue" in text and "every rank's log (docker logs) says why" in text
