@@ -73,8 +73,17 @@ def pytest_xdist_make_scheduler(config, log):
     return SimOnOneWorker(config, log)
 
 
+# The sim modules that measure nothing run first: under -n the other worker's tests run meanwhile (about 220 s), and on
+# this 2-core box a busy neighbour moved one node's CPU matmul figure past the healthy pair's 0.5 spread (test_gpu_compute
+# in test_checks_on_sim's healthy run). Measurements (compute spread, decode tok/s, the soak) come after.
+SIM_FIRST = ("test_sim.py", "test_deploy_ssh_keys.py", "test_deploy_sync.py", "test_deploy_stack.py", "test_sim_systemd.py",
+             "test_ray_on_sim.py")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if bool(item.get_closest_marker("sim")) != is_sim_module(str(item.path)):
             raise pytest.UsageError(f"{item.nodeid}: mark a sim test through its module's `pytestmark = pytest.mark.sim` "
                                     "(the xdist scheduler in selftests/conftest.py reads it from there), not per test")
+    first = {name: i for i, name in enumerate(SIM_FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: every module's own order kept
