@@ -3,6 +3,7 @@ and a scripted launcher (selftests/fake_openai.py), and its judges (gb10check/ch
 recorded: every code with its message (seen, expected, where, fix), and nothing said of a healthy run. Seconds each,
 no vLLM, no root. The same faults on the real two-node vLLM of the simulated pair are the sim's scenarios."""
 
+import re
 import threading
 from pathlib import Path
 
@@ -100,7 +101,9 @@ def test_the_memory_floor_stops_every_rank_and_names_the_node():
     found = judge.judge_sustained(A, result)
     assert codes(found) == [(Code.SOAK_MEMORY_FLOOR, B)]
     assert found[0].text.startswith(f"[soak-memory-floor] {B}: saw MemAvailable 3.2 GiB at ")
-    assert f"the watchdog stopped every rank in 0.0 s ({A}: killed; {B}: killed); expected >= 5 GiB on every node" in found[0].text
+    # the reaction's figure is the machine's (0.0 s idle, 0.1 s on a loaded CI box): its form, not its value
+    assert re.search(rf"the watchdog stopped every rank in \d+\.\d s \({A}: killed; {B}: killed\); expected >= 5 GiB on every "
+                     "node", found[0].text), found[0].text
     assert f"fix: unified memory on {B} fell under the floor (5 GiB)" in found[0].text
 
 
