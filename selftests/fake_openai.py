@@ -21,6 +21,21 @@ def count_tokens(messages: list[dict]) -> int:
     return math.ceil(sum(len(m.get("content") or "") for m in messages) / CHARS_PER_TOKEN) + 8  # + the template
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers JSON: the stand-in servers' shared base."""
+
+    def log_message(self, *args):
+        pass
+
+    def _json(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
 class FakeServer:
     def __init__(self, model: str = "smollm2-135m", max_model_len: int = 4096, token_delay_s: float = 0.005,
                  stall_after: int | None = None, answer=None, ttft_s: float = 0.0):
@@ -30,19 +45,8 @@ class FakeServer:
         self.requests: list[dict] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _json(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")

@@ -6,7 +6,7 @@ local HTTP server; the healthy path runs on the real TP=2 pair (test_soak_on_sim
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ import pytest
 from gb10check.cluster import load_cluster
 from gb10check.deploy.run import DeployFailed, deploy
 
-from .fake_openai import FakeLauncher
+from .fake_openai import FakeLauncher, JsonHandler
 
 REPO = Path(__file__).resolve().parent.parent
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
@@ -40,29 +40,18 @@ class Api:
         self.release, self.asked = threading.Event(), []
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _reply(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self):
-                self._reply(200 if self.path == "/health" else 404, {})
+                self._json(200 if self.path == "/health" else 404, {})
 
             def do_POST(self):
                 api.asked.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
                 if completion == "hang":
                     api.release.wait(30)
                 elif completion == "500":
-                    self._reply(500, {"error": {"message": "EngineCore encountered an issue"}})
+                    self._json(500, {"error": {"message": "EngineCore encountered an issue"}})
                 else:
-                    self._reply(200, {"choices": [{"text": " there"}]})
+                    self._json(200, {"choices": [{"text": " there"}]})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
