@@ -311,7 +311,8 @@ def main() -> None:
         log = os.open("/var/log/gb10sim-init.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         for fd in (0, 1, 2):
             os.dup2(log, fd)
-        os.execve("/lib/systemd/systemd", ["/lib/systemd/systemd", "--log-target=console"],
+        # To the journal: what systemd says about a unit (a child's "Failed at step ...") is then in that unit's journal.
+        os.execve("/lib/systemd/systemd", ["/lib/systemd/systemd", "--log-target=journal"],
                   {"container": "gb10sim", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
     os.makedirs("/run/sshd", exist_ok=True)
     sh("/usr/sbin/sshd")

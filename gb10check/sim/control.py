@@ -232,10 +232,42 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
 
 
 def wait_booted(name: str, addresses: list[str], timeout_s: float = 90) -> None:
-    """Until systemd in the node has finished starting its units; a failed unit fails the boot, named."""
+    """Until systemd in the node has finished starting its units; a failed unit fails the boot, named.
+
+    A unit whose process could not join its new cgroup (exit 219/CGROUP: "Failed to attach to cgroup ...: No such file
+    or directory", logged by the unit's child) is started once more: under load the kernel sometimes does not yet show
+    the cgroup systemd has just made, in the cgroup-v1 hierarchies the nodes share with this machine. It hit a random
+    early unit in about one boot in fifteen while the other xdist worker ran (fresh-clone CI, 2026-12-01), and is the
+    sim's, not anything a self-test is about; any other failure fails the boot."""
     deadline = time.monotonic() + timeout_s
+    retried: list[str] = []
+    while True:
+        state = _system_state(name, deadline)
+        while state == "running":  # networkd gives the QSFP links their netplan addresses
+            have = node_exec(name, "ip -4 -o addr show", check=False).stdout
+            missing = [a for a in addresses if f" {a} " not in have]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise SimError(f"node {name}: systemd-networkd did not configure {', '.join(missing)} from netplan")
+            time.sleep(0.1)
+        failed = node_exec(name, "systemctl --failed --no-legend --plain | cut -d' ' -f1", check=False).stdout.split()
+        status = node_exec(name, f"systemctl show -p ExecMainStatus --value {' '.join(failed)}", check=False).stdout.split()
+        if state == "degraded" and not retried and failed and status == ["219"] * len(failed):
+            retried = failed
+            node_exec(name, f"systemctl reset-failed {' '.join(failed)}; timeout 60 systemctl start {' '.join(failed)}", check=False)
+            continue
+        # The status names the exit code; the journal has what the unit's process (and systemd, for it) said.
+        journal = node_exec(name, f"systemctl status --no-pager -l -n 20 {' '.join(failed)}", check=False).stdout
+        again = f" (after starting {', '.join(retried)} once more)" if retried else ""
+        raise SimError(f"node {name} booted {state or 'not at all'} under systemd{again}; failed units: {', '.join(failed) or 'none'}\n"
+                       f"{journal}")
+
+
+def _system_state(name: str, deadline: float) -> str:
+    """systemctl is-system-running, once the boot's jobs are done ("offline": systemd's bus is not up yet)."""
     state = ""
-    while time.monotonic() < deadline:  # "offline": systemd's bus is not up yet (generators still running)
+    while time.monotonic() < deadline:
         try:
             state = run("timeout", str(max(1, int(deadline - time.monotonic()))), "nsenter", "-t", str(pid_of(name)), "-m", "-u",
                         "-n", "-p", "-i", "-r", "-w", "systemctl", "is-system-running", "--wait", check=False).stdout.strip()
@@ -244,18 +276,7 @@ def wait_booted(name: str, addresses: list[str], timeout_s: float = 90) -> None:
         if state not in ("", "offline", "initializing", "starting"):
             break
         time.sleep(0.1)
-    while state == "running":  # networkd gives the QSFP links their netplan addresses
-        have = node_exec(name, "ip -4 -o addr show", check=False).stdout
-        missing = [a for a in addresses if f" {a} " not in have]
-        if not missing:
-            break
-        if time.monotonic() > deadline:
-            raise SimError(f"node {name}: systemd-networkd did not configure {', '.join(missing)} from netplan")
-        time.sleep(0.1)
-    if state != "running":
-        failed = node_exec(name, "systemctl --failed --no-legend --plain | cut -d' ' -f1", check=False).stdout.split()
-        journal = node_exec(name, f"journalctl --no-pager -n 15 {' '.join('-u ' + u for u in failed)}", check=False).stdout
-        raise SimError(f"node {name} booted {state or 'not at all'} under systemd; failed units: {', '.join(failed) or 'none'}\n{journal}")
+    return state
 
 
 def init_pid(unshare_pid: int) -> int:
