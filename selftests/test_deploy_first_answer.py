@@ -1,7 +1,7 @@
 """The deploy's last step: /health answers, then one one-token completion must come back before the deployment is
 called serving (gb10check/deploy/run.py, FirstAnswer). A rank hung at its first collective answers /health and never
 a token: that is a failed deploy, named, every rank stopped. Seconds, no vLLM, no root: a scripted launcher and a
-local HTTP server; the healthy path runs on the real TP=2 pair (test_soak_on_sim, test_scripts_end_to_end)."""
+local HTTP server; the healthy path runs on the real TP=2 pair (test_pair_on_sim)."""
 
 import json
 import re

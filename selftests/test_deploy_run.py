@@ -1,7 +1,7 @@
 """The rank-ordered deployment and its watcher against a real two-node vLLM (TP=2 over the simulated
 enp1s0f0np0, rank 1 --headless), started with `docker compose up -d` from each node's own compose file
 by each node's own dockerd: it comes up, and each failure the field report met by hand is stopped and
-named instead of hanging. (The healthy deployment and `down` are proven in test_soak_on_sim.py, on the deployment
+named instead of hanging. (The healthy deployment and `down` are proven in test_pair_on_sim.py, on the deployment
 the soak runs on.)"""
 
 import threading
