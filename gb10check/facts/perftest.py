@@ -229,7 +229,9 @@ def parse(text: str, command: str | None = None) -> Perftest:
                 last.gid, last.ipv4 = m["gid"], gid_ipv4(m["gid"])
             continue
         if (m := WARNING.match(line)):
-            message = (m["msg"] or m["line"]).strip()
+            message = (m["line"] if m["msg"] is None else m["msg"]).strip()
+            if not message:  # "WARNING:" with its words cut off (a truncated capture): nothing to report
+                continue
             if (key := re.sub(r"[\d.]+", "N", message)) not in seen_warnings:
                 seen_warnings.add(key)
                 result.warnings.append(message)
