@@ -41,6 +41,12 @@ def step(name: str, cluster: Path, *args: str, timeout: int = 600) -> subprocess
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "250"})
 
 
+def script(name: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`scripts/NAME ARGS` as a user runs it between the stages; wide columns, as in step()."""
+    return subprocess.run([str(REPO / "scripts" / name), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "COLUMNS": "250"})
+
+
 @dataclass
 class Outcome:
     outcome: str  # passed | failed | skipped | error | not checked

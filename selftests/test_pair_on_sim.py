@@ -12,9 +12,7 @@ deploy's own faults.)
 """
 
 import json
-import os
 import re
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -27,19 +25,13 @@ from gb10check.deploy.run import ComposeLauncher, deploy, down
 from gb10check.sim import control, scenarios
 from gb10check.stage import deployment_record_path
 
-from .simbed import require_provisioned_sim, run_suite
+from .simbed import require_provisioned_sim, run_suite, script, step
 
 pytestmark = pytest.mark.sim
-REPO = Path(__file__).resolve().parent.parent
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 SK = "tests/soak"
 LOAD = f"{SK}/test_sustained_load.py::test_sustained_load"
 FAULT_AFTER_S = 10  # into the soak: its streams answer by then (the deploy's first completion paid the one-time cost)
-
-
-def script(name: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(REPO / "scripts" / name), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "COLUMNS": "250"})
 
 
 class Pair:
@@ -115,13 +107,12 @@ def test_scripts_prepare_and_deploy_the_pair(pair):
     path = pair.path
     checks = run_suite(path, "-m", "(preflight or network) and not slow")
     assert checks.results and {o.outcome for o in checks.results.values()} <= {"passed", "skipped"}, checks.stdout[-3000:]
-    for step in ("netplan", "ssh-keys", "sync", "compose-render"):  # in the order of the README, then once more
-        out = script(step, f"--cluster={path}")
-        assert out.returncode == 0, f"{step}: {out.stderr[-2000:]}"
-        again = script(step, f"--cluster={path}", "--check")
-        assert again.returncode == 0, f"{step} is not idempotent: {again.stderr[-2000:]}"
-    gate = subprocess.run([str(REPO / ".venv" / "bin" / "gb10check") if (REPO / ".venv").exists() else "gb10check", "gate",
-                           f"--cluster={path}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    for name in ("netplan", "ssh-keys", "sync", "compose-render"):  # in the order of the README, then once more
+        out = script(name, f"--cluster={path}")
+        assert out.returncode == 0, f"{name}: {out.stderr[-2000:]}"
+        again = script(name, f"--cluster={path}", "--check")
+        assert again.returncode == 0, f"{name} is not idempotent: {again.stderr[-2000:]}"
+    gate = step("gate", path, timeout=120)
     assert gate.returncode == 0, gate.stdout + gate.stderr
 
     deployed = script("deploy", f"--cluster={path}", "--stall-timeout=180", timeout=900)

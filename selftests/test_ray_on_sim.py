@@ -11,11 +11,9 @@ One healthy pair is shared by the tests that only read it; each fault gets a fre
 """
 
 import json
-import os
 import re
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -28,10 +26,9 @@ from gb10check.remedies import Code
 from gb10check.sim import control, provision, scenarios
 from gb10check.stage import deployment_record_path
 
-from .simbed import require_provisioned_sim, run_suite
+from .simbed import require_provisioned_sim, run_suite, script
 
 pytestmark = pytest.mark.sim
-REPO = Path(__file__).resolve().parent.parent
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 QSFP = {A: "169.254.94.252", B: "169.254.159.206"}
 L0, L1 = "enp1s0f0np0", "enP2p1s0f0np0"
@@ -90,11 +87,6 @@ AFTER_RAY_START = {
     },
 }
 CODE = re.compile(r"\[([a-z0-9-]+)\] ")
-
-
-def script(name: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(REPO / "scripts" / name), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "COLUMNS": "250"})
 
 
 def require_ray() -> None:
