@@ -252,13 +252,14 @@ def wait_booted(name: str, addresses: list[str], timeout_s: float = 90) -> None:
                 raise SimError(f"node {name}: systemd-networkd did not configure {', '.join(missing)} from netplan")
             time.sleep(0.1)
         failed = node_exec(name, "systemctl --failed --no-legend --plain | cut -d' ' -f1", check=False).stdout.split()
-        status = node_exec(name, f"systemctl show -p ExecMainStatus --value {' '.join(failed)}", check=False).stdout.split()
-        if state == "degraded" and not retried and failed and status == ["219"] * len(failed):
+        units = " ".join(failed)
+        if state == "degraded" and not retried and failed and \
+                node_exec(name, f"systemctl show -p ExecMainStatus --value {units}", check=False).stdout.split() == ["219"] * len(failed):
             retried = failed
-            node_exec(name, f"systemctl reset-failed {' '.join(failed)}; timeout 60 systemctl start {' '.join(failed)}", check=False)
+            node_exec(name, f"systemctl reset-failed {units}; timeout 60 systemctl start {units}", check=False)
             continue
         # The status names the exit code; the journal has what the unit's process (and systemd, for it) said.
-        journal = node_exec(name, f"systemctl status --no-pager -l -n 20 {' '.join(failed)}", check=False).stdout
+        journal = node_exec(name, f"systemctl status --no-pager -l -n 20 {units}", check=False).stdout
         again = f" (after starting {', '.join(retried)} once more)" if retried else ""
         raise SimError(f"node {name} booted {state or 'not at all'} under systemd{again}; failed units: {', '.join(failed) or 'none'}\n"
                        f"{journal}")
