@@ -45,12 +45,20 @@ def read_capture(name: str) -> str:
 
 
 
-# One simulated cluster at a time (its namespaces, bridges and state folder have fixed names), so under xdist every
-# sim test runs on one worker, in order, while the other workers take the rest. xdist's own --dist loadgroup cannot
-# do it with this pytest (it renames node ids, which pytest 9.2 no longer lets it: pytest-xdist issue 1386), so the
-# selftests bring their scheduler: xdist's loadscope with one scope for the sim modules and one per other test. The
-# controller sees node ids only, never markers: a sim module is one whose module-level pytestmark names mark.sim,
-# read from its source, and collection refuses a sim mark put anywhere else.
+# Two simulated clusters at a time, one per xdist worker: worker gwN brings its own up as instance N (topology.instance:
+# its own namespaces, links, cgroups, state folder and management subnet 198.18.N). The sim modules form two scopes,
+# each run in order on one worker, while the other tests fill in around them: the modules that deploy a real TP=2 vLLM
+# on the pair (SIM_DEPLOYS) and the rest (the checks' scenarios, the TP=1 serving scenarios, the sim's own tests).
+# xdist's own --dist loadgroup cannot do it with this pytest (it renames node ids, which pytest 9.2 no longer lets it:
+# pytest-xdist issue 1386), so the selftests bring their scheduler: xdist's loadscope with those two scopes and one per
+# other test; both sim scopes are bigger than any other, so loadscope hands them out first, to gw0 and gw1. The
+# controller sees node ids only, never markers: a sim module is one whose module-level pytestmark names mark.sim, read
+# from its source, and collection refuses a sim mark put anywhere else.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
+    os.environ["GB10CHECK_SIM_INSTANCE"] = str(int(_WORKER[2:]) % 10)  # gw0 and gw1 get the sim scopes (see above)
+
+SIM_DEPLOYS = ("test_pair_on_sim.py", "test_deploy_run.py", "test_ray_on_sim.py")
 
 
 @functools.cache
@@ -65,19 +73,19 @@ def is_sim_module(path: str) -> bool:
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
-    class SimOnOneWorker(LoadScopeScheduling):
+    class TwoSimScopes(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "sim" if is_sim_module(str(config.rootpath / module)) else nodeid
+            if not is_sim_module(str(config.rootpath / module)):
+                return nodeid
+            return "sim-deploys" if Path(module).name in SIM_DEPLOYS else "sim"
 
-    return SimOnOneWorker(config, log)
+    return TwoSimScopes(config, log)
 
 
-# The sim modules that measure nothing run first: under -n the other worker's tests run meanwhile (about 220 s), and on
-# this 2-core box a busy neighbour moved one node's CPU matmul figure past the healthy pair's 0.5 spread (test_gpu_compute
-# in test_checks_on_sim's healthy run). Measurements (compute spread, decode tok/s, the soak) come after.
-SIM_FIRST = ("test_sim.py", "test_deploy_ssh_keys.py", "test_deploy_sync.py", "test_deploy_stack.py", "test_sim_systemd.py",
-             "test_ray_on_sim.py")
+# Within a scope, tests run in collection order: the sim's own quick modules first (a broken sim shows early), then the
+# rest in file order.
+SIM_FIRST = ("test_sim.py", "test_deploy_ssh_keys.py", "test_deploy_sync.py", "test_deploy_stack.py", "test_sim_systemd.py")
 
 
 def pytest_collection_modifyitems(config, items):

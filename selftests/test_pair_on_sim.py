@@ -25,7 +25,7 @@ from gb10check.deploy.run import ComposeLauncher, deploy, down
 from gb10check.sim import control, scenarios
 from gb10check.stage import deployment_record_path
 
-from .simbed import require_provisioned_sim, run_suite, script, step
+from .simbed import mgmt_ip, require_provisioned_sim, run_suite, script, step
 
 pytestmark = pytest.mark.sim
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
@@ -122,7 +122,7 @@ def test_scripts_prepare_and_deploy_the_pair(pair):
     starts = [m for m in said if m.startswith("starting rank")]
     assert starts[0].startswith(f"starting rank 0 on {A}: docker compose up -d: vllm serve") and starts[1].startswith(f"starting rank 1 on {B}")
     assert starts[1].endswith("--headless") and not starts[0].endswith("--headless")
-    assert "health: http://198.18.0.10:20001/health answers" in deployed.stdout
+    assert f"health: http://{mgmt_ip(0)}:20001/health answers" in deployed.stdout
     assert re.search(r"serving: a first completion came back in \d+\.\d s,", deployed.stdout), deployed.stdout[-2000:]
     record = json.loads(deployment_record_path(path).read_text())
     assert record["outcome"] == "serving", record

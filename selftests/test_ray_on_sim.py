@@ -26,10 +26,11 @@ from gb10check.remedies import Code
 from gb10check.sim import control, provision, scenarios
 from gb10check.stage import deployment_record_path
 
-from .simbed import require_provisioned_sim, run_suite, script
+from .simbed import mgmt_ip, require_provisioned_sim, run_suite, script
 
 pytestmark = pytest.mark.sim
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
+B_MGMT = re.escape(mgmt_ip(1))  # in a regex
 QSFP = {A: "169.254.94.252", B: "169.254.159.206"}
 L0, L1 = "enp1s0f0np0", "enP2p1s0f0np0"
 PF, NW = "tests/preflight", "tests/network"
@@ -55,9 +56,9 @@ def path(src, dst, link):
 EXPECTED: dict[str, dict[str, str]] = {
     "ray-worker-mgmt-address": {
         f"{PF}/test_compose.py::test_env_file[{B}]":
-            rf"\[env-file\] {B}: saw VLLM_HOST_IP=198\.18\.0\.11; expected this node's own address 169\.254\.159\.206",
+            rf"\[env-file\] {B}: saw VLLM_HOST_IP={B_MGMT}; expected this node's own address 169\.254\.159\.206",
         f"{PF}/test_compose.py::test_compose_lint[{B}]":
-            r"\[compose-arg\] .*--node-ip-address 198\.18\.0\.11; expected --node-ip-address 169\.254\.159\.206",
+            rf"\[compose-arg\] .*--node-ip-address {B_MGMT}; expected --node-ip-address 169\.254\.159\.206",
     },
     "ray-missing": {
         f"{PF}/test_ray.py::test_ray_in_image[{B}]":
@@ -82,7 +83,7 @@ EXPECTED: dict[str, dict[str, str]] = {
 AFTER_RAY_START = {
     "ray-worker-mgmt-address": {
         f"{NW}/test_ray.py::test_ray_node_address[{B}]":
-            rf"\[ray-node-address\] {B}: saw registered with Ray at 198\.18\.0\.11 \(host {B}, node \w+\); expected its QSFP "
+            rf"\[ray-node-address\] {B}: saw registered with Ray at {B_MGMT} \(host {B}, node \w+\); expected its QSFP "
             rf"address 169\.254\.159\.206\n  fix: start {B}'s Ray with --node-ip-address=169\.254\.159\.206",
     },
 }
@@ -199,10 +200,10 @@ def test_ray_scenario_fails_exactly_its_checks(fault_bed, name):
         launcher = launcher_for(cluster)
         with pytest.raises(ray_flow.RayNotReady) as err:
             ray_flow.deploy(cluster, launcher, timeout_s=120)
-        assert re.search(rf"\[ray-node-address\] {B}: saw registered with Ray at 198\.18\.0\.11", str(err.value)), str(err.value)
+        assert re.search(rf"\[ray-node-address\] {B}: saw registered with Ray at {B_MGMT}", str(err.value)), str(err.value)
         for n in (A, B):
             launcher.start(n)
-        assert wait_until(lambda: any(n.alive and n.address == "198.18.0.11" for n in launcher.ray_nodes() or []), 60, 2)
+        assert wait_until(lambda: any(n.alive and n.address == mgmt_ip(1) for n in launcher.ray_nodes() or []), 60, 2)
         results = {**results, **run_suite(path, "-m", "network", "-k", "test_ray_").results}
         down(launcher, [A, B], say=lambda m: None)
         launcher.close()

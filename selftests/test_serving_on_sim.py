@@ -14,11 +14,12 @@ import pytest
 
 from gb10check.sim import control, scenarios, serve
 
-from .simbed import require_provisioned_sim, run_suite
+from .simbed import mgmt_ip, require_provisioned_sim, run_suite
 
 pytestmark = pytest.mark.sim
 
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
+A_MGMT = re.escape(mgmt_ip(0))  # in a regex
 SV = "tests/serving"
 ALL_BUT_HEALTH = ["test_api.py::test_model_registered", "test_api.py::test_unknown_model_is_404", "test_api.py::test_metrics",
                   "test_chat.py::test_basic_answer", "test_chat.py::test_reasoning", "test_chat.py::test_tool_call",
@@ -47,8 +48,8 @@ EXPECTED: dict[str, dict[str, str]] = {
            for t in ("test_tool_call", "test_tool_call_streamed")},
     },
     "server-not-started": {
-        f"{SV}/test_api.py::test_health": rf"\[api-down\] {A} http://198\.18\.0\.10:20001: saw no answer: GET "
-                                          rf"http://198\.18\.0\.10:20001/health: ConnectionError: Connection refused; "
+        f"{SV}/test_api.py::test_health": rf"\[api-down\] {A} http://{A_MGMT}:20001: saw no answer: GET "
+                                          rf"http://{A_MGMT}:20001/health: ConnectionError: Connection refused; "
                                           rf"expected GET /health -> 200\n  fix: start the stack \(rank 0 first",
     },
     "api-key-required": {

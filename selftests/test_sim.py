@@ -8,7 +8,7 @@ import pytest
 
 from gb10check.cluster import load_cluster
 from gb10check.remote import RemoteNode
-from gb10check.sim import control, scenarios
+from gb10check.sim import control, scenarios, topology
 
 from .conftest import read_capture
 from .simbed import REPO, require_sim
@@ -16,17 +16,26 @@ from .simbed import REPO, require_sim
 pytestmark = pytest.mark.sim
 
 
-def host_snapshot() -> dict:
-    def lines(*argv):
-        return sorted(subprocess.run(argv, capture_output=True, text=True).stdout.splitlines())
+NODE_SIDE = {"enP7s7", *(netdev for netdev, _ in topology.CABLED + topology.UNCABLED)}
 
+
+def host_snapshot() -> dict:
+    """What this sim instance has on the machine (the other xdist worker's instance comes and goes meanwhile): its
+    namespaces, links, mounts and cgroups by name, its nodes' inits by their spec's folder. A process it left behind
+    would keep its node's cgroup from being removed."""
+    def lines(*argv):
+        return sorted(subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.splitlines())
+
+    p, d = topology.prefix(), str(control.state_dir())
     return {
-        "netns": lines("ip", "netns", "list"),
-        "links": [l.split(":")[1].strip() for l in lines("ip", "-o", "link", "show")],
-        "mounts": sorted(Path("/proc/self/mounts").read_text().splitlines()),
-        "sim_processes": [l for l in lines("ps", "-eo", "args") if "gb10check/sim/boot.py" in l or "gb10sim" in l
-                          or l.startswith(("dockerd", "containerd"))],
-        "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/gb10sim-*")),
+        "netns": [l for l in lines("ip", "netns", "list") if l.startswith(p)],
+        # and the nodes' side of a veth, which must never be left in (or fall back to) the machine's namespace
+        "links": [name for l in lines("ip", "-o", "link", "show") if (name := l.split(":")[1].strip().split("@")[0]).startswith(p)
+                  or name in NODE_SIDE],
+        "mounts": [m for m in sorted(Path("/proc/self/mounts").read_text().splitlines())
+                   if (at := m.split()[1]) == d or at.startswith((f"{d}/", f"/run/netns/{p}"))],
+        "sim_processes": [l for l in lines("ps", "-eww", "-o", "args") if "gb10check/sim/boot.py" in l and f"{d}/" in l],
+        "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{topology.prefix()}*")),
     }
 
 

@@ -54,7 +54,7 @@ def build_root(spec: dict) -> str:
     mount("-t", "tmpfs", "-o", "mode=0755", "gb10sim-class", f"{root}/sys/class")  # room for /sys/class/infiniband
     os.makedirs(f"{root}/sys/class/net")
     mount("--bind", f"{base}/classnet", f"{root}/sys/class/net")
-    cgroups(f"{root}/sys/fs/cgroup", spec["name"])
+    cgroups(f"{root}/sys/fs/cgroup", spec["cgroup"])
     os.makedirs(f"{root}/var/lib/docker", exist_ok=True)
     mount("-t", "tmpfs", "-o", "mode=0711", "gb10sim-docker", f"{root}/var/lib/docker")  # overlay2 cannot sit on an overlay
     mount("-t", "tmpfs", "-o", "mode=0555", "gb10sim-driver", f"{root}/proc/driver")  # room for nvidia/version
@@ -98,10 +98,10 @@ def private_dev(target: str) -> None:
 CLONE_NEWCGROUP = 0x02000000
 
 
-def cgroups(target: str, node: str) -> None:
+def cgroups(target: str, group: str) -> None:
     """The host's cgroup hierarchies again (`ip netns exec` gave the node a fresh /sys without them; dockerd and
-    systemd need them), each rooted at the node's own gb10sim-<node> group through a cgroup namespace: two nodes'
-    systemd must not share (and kill each other's) /system.slice/ssh.service."""
+    systemd need them), each rooted at the node's own group (gb10sim-<node>, named by control.up) through a cgroup
+    namespace: two nodes' systemd must not share (and kill each other's) /system.slice/ssh.service."""
     mount("-t", "tmpfs", "-o", "mode=0755", "gb10sim-cgroup", target)
     hierarchies: dict[str, list[str]] = {}
     for line in open("/proc/cgroups").read().splitlines()[1:]:
@@ -111,11 +111,11 @@ def cgroups(target: str, node: str) -> None:
     mounts = [("cgroup", ",".join(c), ",".join(c)) for c in hierarchies.values()] if hierarchies else [("cgroup2", "", "")]
     if hierarchies and "name=systemd" in open("/proc/self/cgroup").read():
         mounts.append(("cgroup", "none,name=systemd", "systemd"))
-    for fstype, options, sub in mounts:  # join gb10sim-<node> in every hierarchy, seen from the host's root
+    for fstype, options, sub in mounts:  # join the node's group in every hierarchy, seen from the host's root
         d = f"{target}/{sub}".rstrip("/")
         os.makedirs(d, exist_ok=True)
         mount("-t", fstype, *(["-o", options] if options else []), fstype, d)
-        own = f"{d}/gb10sim-{node}"
+        own = f"{d}/{group}"
         os.makedirs(own, exist_ok=True)
         for inherit in ("cpuset.cpus", "cpuset.mems"):  # a cpuset group takes no task until these are set
             if os.path.exists(f"{own}/{inherit}") and not open(f"{own}/{inherit}").read().strip():
@@ -126,7 +126,7 @@ def cgroups(target: str, node: str) -> None:
         sh("umount", d)
     if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWCGROUP) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWCGROUP)")
-    for fstype, options, sub in mounts:  # mounted again inside the namespace: rooted at gb10sim-<node>
+    for fstype, options, sub in mounts:  # mounted again inside the namespace: rooted at the node's group
         mount("-t", fstype, *(["-o", options] if options else []), fstype, f"{target}/{sub}".rstrip("/"))
 
 

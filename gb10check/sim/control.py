@@ -3,7 +3,8 @@
 State lives in one directory (default /run/gb10check-sim, or $GB10CHECK_SIM_DIR): the runner's
 SSH key and known_hosts, the cluster file, each node's boot spec and the PID of its init.
 Everything `up` creates is named gb10sim-* so `down` can find and remove it, also after a
-failed `up`.
+failed `up`. Instance N of $GB10CHECK_SIM_INSTANCE (topology.instance) is named gb10simN-* and
+kept in /run/gb10check-sim-N instead, so that two can run side by side.
 """
 
 import hashlib
@@ -21,9 +22,8 @@ from ..deploy import netplan as netplan_step
 from ..cluster import load_cluster
 from ..poll import wait_until
 from . import image, provision, topology
-from .topology import MGMT_BRIDGE, MGMT_NET, NETNS_PREFIX, SimNode
+from .topology import SimNode
 
-DEFAULT_DIR = "/run/gb10check-sim"
 BOOT = Path(__file__).with_name("boot.py")
 PYTHON = "/usr/bin/python3"  # the system python: it exists inside every node's overlay
 
@@ -33,7 +33,8 @@ class SimError(Exception):
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("GB10CHECK_SIM_DIR", DEFAULT_DIR))
+    n = topology.instance()
+    return Path(os.environ.get("GB10CHECK_SIM_DIR") or f"/run/gb10check-sim{f'-{n}' if n else ''}")
 
 
 def need_root() -> None:
@@ -99,30 +100,31 @@ def pub_key_only(pub: str) -> str:
 
 def wire(nodes: list[SimNode], addresses: bool = True) -> None:
     """addresses False: the QSFP links come up without addresses (systemd-networkd gives them from netplan at boot)."""
-    run("ip", "link", "add", MGMT_BRIDGE, "type", "bridge")
-    run("ip", "addr", "add", f"{MGMT_NET}.1/24", "dev", MGMT_BRIDGE)
-    run("ip", "link", "set", MGMT_BRIDGE, "up")
+    p, bridge = topology.prefix(), topology.mgmt_bridge()
+    run("ip", "link", "add", bridge, "type", "bridge")
+    run("ip", "addr", "add", f"{topology.mgmt_net()}.1/24", "dev", bridge)
+    run("ip", "link", "set", bridge, "up")
     for n in nodes:
         ns = n.netns
         run("ip", "netns", "add", ns)
         run("ip", "-n", ns, "link", "set", "lo", "up")
-        run("ip", "link", "add", f"gb10sim-m{n.rank}", "type", "veth", "peer", "name", "enP7s7", "netns", ns)
-        run("ip", "link", "set", f"gb10sim-m{n.rank}", "master", MGMT_BRIDGE, "up")
+        run("ip", "link", "add", f"{p}m{n.rank}", "type", "veth", "peer", "name", "enP7s7", "netns", ns)
+        run("ip", "link", "set", f"{p}m{n.rank}", "master", bridge, "up")
         run("ip", "-n", ns, "addr", "add", f"{n.mgmt_ip}/24", "dev", "enP7s7")
         run("ip", "-n", ns, "link", "set", "enP7s7", "up")
         for i, (netdev, _) in enumerate(topology.UNCABLED):  # the second QSFP port: present, no cable (kept down)
-            run("ip", "link", "add", f"gb10sim-u{n.rank}{i}", "type", "veth", "peer", "name", netdev, "netns", ns)
+            run("ip", "link", "add", f"{p}u{n.rank}{i}", "type", "veth", "peer", "name", netdev, "netns", ns)
     if len(nodes) == 2:
         a, b = nodes
         for la, lb in zip(a.links, b.links):  # one QSFP cable: the real name at both ends
             run("ip", "link", "add", la.netdev, "netns", a.netns, "type", "veth", "peer", "name", lb.netdev, "netns", b.netns)
     else:
         for i, _ in enumerate(nodes[0].links):  # a switch: one bridge per logical link
-            run("ip", "link", "add", f"gb10sim-sw{i}", "type", "bridge")
-            run("ip", "link", "set", f"gb10sim-sw{i}", "up")
+            run("ip", "link", "add", f"{p}sw{i}", "type", "bridge")
+            run("ip", "link", "set", f"{p}sw{i}", "up")
             for n in nodes:
-                run("ip", "link", "add", f"gb10sim-s{i}n{n.rank}", "type", "veth", "peer", "name", n.links[i].netdev, "netns", n.netns)
-                run("ip", "link", "set", f"gb10sim-s{i}n{n.rank}", "master", f"gb10sim-sw{i}", "up")
+                run("ip", "link", "add", f"{p}s{i}n{n.rank}", "type", "veth", "peer", "name", n.links[i].netdev, "netns", n.netns)
+                run("ip", "link", "set", f"{p}s{i}n{n.rank}", "master", f"{p}sw{i}", "up")
     for n in nodes:
         for link in n.links:
             if addresses:
@@ -187,7 +189,7 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
         ufw_files = ufw_cache()
         for n in nodes:
             (d / "mnt" / n.name).mkdir(parents=True, exist_ok=True)
-            spec = {"name": n.name, "user": topology.USER, "mnt_dir": str(d / "mnt" / n.name), "host_key": host_keys[n.name][0],
+            spec = {"name": n.name, "cgroup": topology.prefix() + n.name, "user": topology.USER, "mnt_dir": str(d / "mnt" / n.name), "host_key": host_keys[n.name][0],
                     "host_key_pub": host_keys[n.name][1], "runner_pub": runner_pub, "shared_key": shared_key, "shared_pub": shared_pub,
                     "known_hosts": node_known, "hosts": [(m.name, m.mgmt_ip) for m in nodes], "netplan": netplan_step.render(cluster.node(n.name)),
                     "state": node_state(n), "firewall_sources": FIREWALL_SOURCES,
@@ -342,13 +344,13 @@ def down(quiet: bool = False) -> None:
         pid_file.unlink()
     for ns in run("ip", "netns", "list", check=False).stdout.split("\n"):
         name = ns.split(" ")[0]
-        if name.startswith(NETNS_PREFIX):
+        if name.startswith(topology.prefix()):
             _kill_netns_processes(name)
             run("ip", "netns", "del", name, check=False)
     remove_cgroups()
     for link in run("ip", "-o", "link", "show", check=False).stdout.splitlines():
         ifname = link.split(":")[1].strip().split("@")[0] if ":" in link else ""
-        if ifname.startswith("gb10sim-"):
+        if ifname.startswith(topology.prefix()):
             run("ip", "link", "del", ifname, check=False)
     wait_until(lambda: not _leftover_mounts(d), 5, interval_s=0.05)
     for target in _leftover_mounts(d):
@@ -363,7 +365,7 @@ def remove_cgroups() -> None:
     """The cgroups the sim made (the nodes' dockerd parents, the throttled server's): deepest first, once empty."""
     deadline = time.monotonic() + 5
     while True:
-        left = sorted((p for p in Path("/sys/fs/cgroup").glob("*/gb10sim-*") if p.is_dir()), key=str)
+        left = sorted((p for p in Path("/sys/fs/cgroup").glob(f"*/{topology.prefix()}*") if p.is_dir()), key=str)
         for top in left:
             for sub in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [top]:
                 try:
@@ -384,7 +386,8 @@ def _kill_netns_processes(ns: str) -> None:
 
 
 def _leftover_mounts(d: Path) -> list[str]:
-    return [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines() if line.split()[1].startswith(str(d))]
+    # d and below: /run/gb10check-sim is a prefix of the next instance's /run/gb10check-sim-1
+    return [at for line in Path("/proc/self/mounts").read_text().splitlines() if (at := line.split()[1]) == str(d) or at.startswith(f"{d}/")]
 
 
 def status() -> list[dict]:

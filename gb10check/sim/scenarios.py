@@ -282,11 +282,13 @@ SCENARIOS = {s.name: s for s in [
              (Step(0, serve={"api_key": True}),),
              proves=("test_api_key:api-key",)),
     # The Ray path (deploy.executor: ray; `gb10check sim up --executor ray`): NVIDIA's two-node playbook's own failures.
-    Scenario("ray-worker-mgmt-address", "rank 1: its Ray worker started with its management (LAN) address 198.18.0.11 as "
+    Scenario("ray-worker-mgmt-address", "rank 1: its Ray worker started with its management (LAN) address (198.18.0.11) as "
              "--node-ip-address (VLLM_HOST_IP in its .env), its LAN allowed by ufw as on a home network: it joins, at the "
              "wrong address (spark-vllm-docker issue 227)",
-             (Step(1, shell="sed -i 's/^VLLM_HOST_IP=.*/VLLM_HOST_IP=198.18.0.11/' /home/lenovo/vllm/.env && "
-                            "ufw allow from 198.18.0.0/24 >/dev/null"),),
+             # The address read in the node: it is 198.18.<instance>.11 (topology.mgmt_net).
+             (Step(1, shell="a=$(ip -4 -o addr show enP7s7 | awk '{sub(\"/.*\", \"\", $4); print $4}') && "
+                            "sed -i \"s/^VLLM_HOST_IP=.*/VLLM_HOST_IP=$a/\" /home/lenovo/vllm/.env && "
+                            "ufw allow from \"${a%.*}.0/24\" >/dev/null"),),
              # test_ray_node_address fails once Ray runs (selftests/test_ray_on_sim.py starts it after the checks)
              proves=("test_compose_lint:compose-arg", "test_env_file:env-file", "test_ray_node_address:ray-node-address"),
              executor="ray"),

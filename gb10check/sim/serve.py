@@ -25,9 +25,14 @@ from pathlib import Path
 from .. import compose
 from ..cluster import load_cluster
 from ..poll import wait_until
-from . import control, provision
+from . import control, provision, topology
 
-CGROUP = Path("/sys/fs/cgroup/cpu/gb10sim-vllm")  # cgroup v1 cpu controller, as on this kind of machine
+
+
+def cgroup() -> Path:
+    """The throttled server's group: cgroup v1 cpu controller, as on this kind of machine; one per sim instance."""
+    return Path(f"/sys/fs/cgroup/cpu/{topology.prefix()}vllm")
+
 FLAGS_WITHOUT_VALUE = {"--enable-auto-tool-choice", "--enable-prefix-caching", "--enforce-eager", "--headless"}
 
 
@@ -97,9 +102,9 @@ def _alive(pgid: int) -> bool:
 
 
 def remove_cgroup() -> None:
-    if CGROUP.exists():
+    if cgroup().exists():
         try:
-            CGROUP.rmdir()
+            cgroup().rmdir()
         except OSError:
             pass  # still has processes; the node's teardown kills them, down() retries
 
@@ -198,11 +203,12 @@ def _answers(cluster) -> bool:
 
 def unthrottle() -> None:
     """Take the CPU quota off: every process back in the root cpu cgroup, the server's cgroup removed."""
-    if not CGROUP.exists():
+    group = cgroup()
+    if not group.exists():
         return
-    for pid in (CGROUP / "cgroup.procs").read_text().split():
+    for pid in (group / "cgroup.procs").read_text().split():
         try:
-            (CGROUP.parent / "cgroup.procs").write_text(pid)
+            (group.parent / "cgroup.procs").write_text(pid)
         except OSError:
             pass  # it exited meanwhile
     remove_cgroup()
@@ -210,9 +216,10 @@ def unthrottle() -> None:
 
 def throttle(pgid: int, cores: float) -> None:
     """Cap a running server's process group with a cgroup CPU quota (after start-up, so loading is not slowed)."""
-    CGROUP.mkdir(exist_ok=True)
-    (CGROUP / "cpu.cfs_period_us").write_text("100000")
-    (CGROUP / "cpu.cfs_quota_us").write_text(str(int(cores * 100000)))
+    group = cgroup()
+    group.mkdir(exist_ok=True)
+    (group / "cpu.cfs_period_us").write_text("100000")
+    (group / "cpu.cfs_quota_us").write_text(str(int(cores * 100000)))
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
@@ -220,7 +227,7 @@ def throttle(pgid: int, cores: float) -> None:
             continue
         if int(fields[2]) == pgid:  # field 5 of stat: the process group
             try:
-                (CGROUP / "cgroup.procs").write_text(stat.parent.name)
+                (group / "cgroup.procs").write_text(stat.parent.name)
             except OSError:
                 pass  # it exited meanwhile
 

@@ -1,13 +1,38 @@
 """What the simulated cluster looks like: node names, addresses, and the cluster file for it."""
 
+import os
 from dataclasses import dataclass, field
 
 from . import image, provision
 from .provision import MODEL_REPO
 
-MGMT_NET = "198.18.0"  # RFC 2544 benchmarking range: never routed, never anyone's LAN
-MGMT_BRIDGE = "gb10sim-br"
-NETNS_PREFIX = "gb10sim-"
+
+
+def instance() -> int:
+    """Which simulated cluster this process works on: $GB10CHECK_SIM_INSTANCE, a digit, 0 when unset. Two instances can
+    be up side by side on one machine (the self-tests run one per xdist worker): every name `up` makes on this machine
+    (namespaces, links, cgroups, the state folder) and the management subnet carry it. Node names and QSFP addresses
+    are the same in every instance: each node is its own namespaces."""
+    raw = os.environ.get("GB10CHECK_SIM_INSTANCE") or "0"
+    if len(raw) != 1 or not raw.isdigit():
+        raise ValueError(f"GB10CHECK_SIM_INSTANCE={raw!r}: expected one digit, 0 to 9")
+    return int(raw)
+
+
+def prefix() -> str:
+    """What every name this instance makes on the machine starts with: gb10sim- (instance 0), gb10sim1- ..."""
+    return f"gb10sim{instance() or ''}-"
+
+
+def mgmt_net() -> str:
+    """The management subnet's first three octets: 198.18.<instance> (RFC 2544 benchmarking range: never routed, never
+    anyone's LAN)."""
+    return f"198.18.{instance()}"
+
+
+def mgmt_bridge() -> str:
+    return prefix() + "br"
+
 USER = "lenovo"
 USER_DRIVER = "580.173.02"
 
@@ -32,21 +57,21 @@ class SimNode:
 
     @property
     def netns(self) -> str:
-        return NETNS_PREFIX + self.name
+        return prefix() + self.name
 
 
 def pair_or_switch(n: int) -> list[SimNode]:
     """n == 2: the field report's pair and its exact addresses; n > 2: nodes behind a switch."""
     if not 2 <= n <= 8:
         raise ValueError("the simulated cluster has 2 to 8 nodes")
-    nodes = []
+    nodes, net = [], mgmt_net()
     for i in range(n):
         if n == 2:
             a0 = ["169.254.94.252/16", "169.254.159.206/16"][i]
         else:
             a0 = f"169.254.100.{10 + i}/16"
         a1 = f"192.168.101.{10 + i}/24"
-        nodes.append(SimNode(f"thinkstationpgx-{30 + 2 * i}", i, f"{MGMT_NET}.{10 + i}",
+        nodes.append(SimNode(f"thinkstationpgx-{30 + 2 * i}", i, f"{net}.{10 + i}",
                              [SimLink(CABLED[0][0], CABLED[0][1], a0), SimLink(CABLED[1][0], CABLED[1][1], a1)]))
     return nodes
 
