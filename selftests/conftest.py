@@ -45,6 +45,19 @@ def read_capture(name: str) -> str:
 
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A self-test stopped by the suite's own "could not check" (NotChecked, a skip to pytest) failed: its bed could not
+    be reached or read, and a skip would turn the run green without proving anything."""
+    from gb10check.verdict import NotChecked
+
+    rep = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(NotChecked):
+        rep.outcome = "failed"
+        rep.longrepr = f"the self-test's own bed could not be checked, so it proved nothing: {call.excinfo.value.msg}"
+    return rep
+
+
 # Two simulated clusters at a time, one per xdist worker: worker gwN brings its own up as instance N (topology.instance:
 # its own namespaces, links, cgroups, state folder and management subnet 198.18.N). The sim modules form two scopes,
 # each run in order on one worker, while the other tests fill in around them: the modules that deploy a real TP=2 vLLM

@@ -181,7 +181,9 @@ def sshd_pair(tmp: Path, a: dict, b: dict):
         known_hosts.write_text("".join(s.known_hosts.read_text() for s in servers))
         doc = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
         doc["ssh"].update({"user": servers[0].user, "identity_file": str(servers[0].identity), "known_hosts": str(known_hosts),
-                           "connect_timeout_s": 5, "command_timeout_s": 20})
+                           # 20 s: a loopback sshd's key exchange took over 5 s while both xdist workers ran a simulated
+                           # cluster (paramiko "Authentication timeout"); nothing here proves a timeout
+                           "connect_timeout_s": 20, "command_timeout_s": 20})
         for node, server in zip(doc["nodes"], servers):
             node.update({"address": server.address, "ssh_port": server.port})
         path = tmp / "cluster.yaml"
