@@ -267,7 +267,7 @@ class Fleet:
         self._lock = threading.Lock()
         self._probes = None
         self._once: dict[tuple[str, str], Output | RemoteError] = {}
-        self._serial = threading.Lock()  # long programs (the compute canary): one node at a time, in rank order
+        self._together = threading.Lock()  # long programs (the compute canary): every node at once, once per run
         self.timing: dict[str, float] = {}  # phase -> wall seconds (gather, probes), for the run's summary and the bench
         self.wanted: set[str] = set()  # the run's selected tests (function names): which optional facts to gather too
         self.run_id: str | None = None  # pytest-xdist's testrunuid on a worker: its fleets share what they gather
@@ -336,7 +336,7 @@ class Fleet:
 
 
     def once(self, name: str, command: str, timeout: float) -> Output:
-        """`command` run live on the node once per run (not one of the shared facts: too long, or run one node at a time)."""
+        """`command` run live on the node once per run (not one of the shared facts: too long, or run on every node at once)."""
         key = (name, command)
         if key not in self._once:
             try:
@@ -349,25 +349,30 @@ class Fleet:
             raise got
         return got
 
-    def serially(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
-        """`command` on every node, one node at a time in rank order (so no node's figure is measured under another's
-        load where nodes share a machine), once per run (under pytest-xdist, once for every worker); each node's Output
-        or its RemoteError."""
-        with self._serial:
+    def at_once(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
+        """`command` on every node at the same time, once per run (under pytest-xdist, once for every worker); each
+        node's Output or its RemoteError. At once: every node's figure is taken in the same seconds, so where nodes share
+        a machine (the simulation) they share it evenly and see the same neighbours; GB10s are machines of their own,
+        and eight of them take one run's time, not eight."""
+        with self._together:
             if not all((n.name, command) in self._once for n in self.cluster.by_rank()):
                 key = hashlib.sha256(command.encode()).hexdigest()[:12]
-                got = run_shared(self.run_id, f"serial-{key}", lambda: self._run_serially(command, timeout),
+                got = run_shared(self.run_id, f"together-{key}", lambda: self._run_at_once(command, timeout),
                                  lambda outs: {name: dump_output(out) for name, out in outs.items()},
                                  lambda dumped: {name: load_output(self.node(name), command, out) for name, out in dumped.items()})
                 for name, out in got.items():
                     self._once[(name, command)] = out
             return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
 
-    def _run_serially(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
-        for n in self.cluster.by_rank():
+    def _run_at_once(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
+        def run(name: str) -> None:
             with contextlib.suppress(RemoteError):
-                self.once(n.name, command, timeout)
-        return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
+                self.once(name, command, timeout)
+
+        names = [self.node(n.name).name for n in self.cluster.by_rank()]  # made here, not in the threads
+        with ThreadPoolExecutor(len(names)) as pool:
+            list(pool.map(run, names))
+        return {name: self._once[(name, command)] for name in names}
 
 
 def result(node: RemoteNode, command: str, sudo: bool = False) -> Output:
@@ -624,10 +629,10 @@ def compute_timeout(cluster: Cluster) -> float:
 
 
 def compute(node: RemoteNode) -> ComputeRun:
-    """This node's run of the timing program (every node runs it once per run, one at a time, in rank order)."""
+    """This node's run of the timing program (every node runs it once per run, all nodes at the same time)."""
     cluster = node.fleet.cluster
     command, shown = compute_command(cluster)
-    got = node.fleet.serially(command, compute_timeout(cluster))[node.name]
+    got = node.fleet.at_once(command, compute_timeout(cluster))[node.name]
     if isinstance(got, RemoteError):
         raise got
     return _compute_of(node, got, shown)
@@ -638,7 +643,7 @@ def fastest_compute(node: RemoteNode) -> tuple[str, float] | None:
     cluster = node.fleet.cluster
     command, shown = compute_command(cluster)
     figures = []
-    for name, out in node.fleet.serially(command, compute_timeout(cluster)).items():
+    for name, out in node.fleet.at_once(command, compute_timeout(cluster)).items():
         if isinstance(out, Output):
             with contextlib.suppress(BaseException):
                 figures.append((name, compute_rate(_compute_of(node.fleet.node(name), out, shown).result)))

@@ -60,8 +60,11 @@ def pytest_runtest_makereport(item, call):
 
 # Two simulated clusters at a time, one per xdist worker: worker gwN brings its own up as instance N (topology.instance:
 # its own namespaces, links, cgroups, state folder and management subnet 198.18.N). The sim modules form two scopes,
-# each run in order on one worker, while the other tests fill in around them: the modules that deploy a real TP=2 vLLM
-# on the pair (SIM_DEPLOYS) and the rest (the checks' scenarios, the TP=1 serving scenarios, the sim's own tests).
+# each run in order on one worker, while the other tests fill in around them: the modules that run a real vLLM
+# (SIM_VLLM: the TP=2 deployments and the TP=1 serving scenarios) and the rest (the checks' scenarios, the sim's own
+# tests). Never two vLLMs at once: on two cores they starve each other (the TP=1 server decoded 4.6 tok/s beside the
+# TP=2 pair, about 18 alone, and failed the healthy run's 5 tok/s floor). The checks' one measurement that a neighbour
+# could skew, the compute spread between nodes, is taken on every node at once (gather.Fleet.at_once).
 # xdist's own --dist loadgroup cannot do it with this pytest (it renames node ids, which pytest 9.2 no longer lets it:
 # pytest-xdist issue 1386), so the selftests bring their scheduler: xdist's loadscope with those two scopes and one per
 # other test; both sim scopes are bigger than any other, so loadscope hands them out first, to gw0 and gw1. The
@@ -71,7 +74,7 @@ _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
     os.environ["GB10CHECK_SIM_INSTANCE"] = str(int(_WORKER[2:]) % 10)  # gw0 and gw1 get the sim scopes (see above)
 
-SIM_DEPLOYS = ("test_pair_on_sim.py", "test_deploy_run.py", "test_ray_on_sim.py")
+SIM_VLLM = ("test_pair_on_sim.py", "test_deploy_run.py", "test_ray_on_sim.py", "test_serving_on_sim.py")
 
 
 @functools.cache
@@ -91,7 +94,7 @@ def pytest_xdist_make_scheduler(config, log):
             module = nodeid.split("::", 1)[0]
             if not is_sim_module(str(config.rootpath / module)):
                 return nodeid
-            return "sim-deploys" if Path(module).name in SIM_DEPLOYS else "sim"
+            return "sim-vllm" if Path(module).name in SIM_VLLM else "sim"
 
     return TwoSimScopes(config, log)
 

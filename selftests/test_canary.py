@@ -91,10 +91,24 @@ def test_under_xdist_the_compute_runs_once_for_all_workers(tmp_path):
     command = f"echo x >> {counter}; cat {counter} | wc -l"
     first, second = Fleet(cluster), Fleet(cluster)
     first.run_id = second.run_id = f"selftest{tmp_path.name}"  # what the plugin gives a worker's fleet
-    a = first.serially(command, 10)["thinkstationpgx-30"]
-    b = second.serially(command, 10)["thinkstationpgx-30"]
+    a = first.at_once(command, 10)["thinkstationpgx-30"]
+    b = second.at_once(command, 10)["thinkstationpgx-30"]
     assert (a.rc, a.stdout.strip()) == (0, "1") and (b.rc, b.stdout) == (a.rc, a.stdout)
     assert counter.read_text() == "x\n"  # ran once
+
+
+def test_the_compute_runs_on_every_node_at_the_same_time(tmp_path):
+    """Both nodes' runs overlap (each GB10 is its own machine; simulated nodes share the cores evenly): each notes when it
+    starts and ends, and both start before either ends."""
+    from gb10check.gather import Fleet
+
+    from .fake_node_tools import sshd_pair
+
+    log = tmp_path / "log"
+    with sshd_pair(tmp_path, a={}, b={}) as (path, _):  # two real sshd on loopback
+        got = Fleet(load_cluster(path)).at_once(f"echo start >> {log}; sleep 1; echo end >> {log}", 10)
+    assert sorted(got) == ["thinkstationpgx-30", "thinkstationpgx-32"] and all(out.rc == 0 for out in got.values())
+    assert log.read_text().split() == ["start", "start", "end", "end"]
 
 
 def test_under_xdist_the_facts_are_gathered_once_for_all_workers_and_removed_at_the_end(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ def needs_image(node, cluster):
         pytest.skip(f"{node.name}: no {cluster.deploy.image} to start (see test_image)")
 
 
-@pytest.mark.slow  # compute_seconds per node, one node at a time
+@pytest.mark.slow  # compute_seconds, every node at once
 def test_gpu_compute(node, cluster, measurements):
     needs_image(node, cluster)
     run = gather.compute(node)
