@@ -7,7 +7,6 @@ from . import image, provision
 from .provision import MODEL_REPO
 
 
-
 def instance() -> int:
     """Which simulated cluster this process works on: $GB10CHECK_SIM_INSTANCE, a digit, 0 when unset. Two instances can
     be up side by side on one machine (the self-tests run one per xdist worker): every name `up` makes on this machine
@@ -32,6 +31,7 @@ def mgmt_net() -> str:
 
 def mgmt_bridge() -> str:
     return prefix() + "br"
+
 
 USER = "lenovo"
 USER_DRIVER = "580.173.02"
