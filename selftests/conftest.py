@@ -74,7 +74,14 @@ _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
     os.environ["GB10CHECK_SIM_INSTANCE"] = str(int(_WORKER[2:]) % 10)  # gw0 and gw1 get the sim scopes (see above)
 
-SIM_VLLM = ("test_pair_on_sim.py", "test_deploy_run.py", "test_ray_on_sim.py", "test_serving_on_sim.py")
+# Modules, module::test or module::test[param]: the Ray module's checks and faults start Ray, no vLLM; the checks'
+# scenarios that judge the compute spread between nodes run here too, away from a running vLLM (the healthy pair passed
+# 50% with a vLLM busy beside one node's turn; cpu-throttled's rank 0, slowed by a vLLM beside it, came within 50% of
+# its throttled rank 1).
+SIM_VLLM = ("test_pair_on_sim.py", "test_deploy_run.py", "test_serving_on_sim.py",
+            "test_ray_on_sim.py::test_deploy_forms_the_ray_cluster_and_starts_vllm_through_ray",
+            "test_checks_on_sim.py::test_scenario_fails_exactly_its_checks[healthy]",
+            "test_checks_on_sim.py::test_scenario_fails_exactly_its_checks[cpu-throttled]")
 
 
 @functools.cache
@@ -91,10 +98,11 @@ def pytest_xdist_make_scheduler(config, log):
 
     class TwoSimScopes(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
+            module, _, test = nodeid.partition("::")
             if not is_sim_module(str(config.rootpath / module)):
                 return nodeid
-            return "sim-vllm" if Path(module).name in SIM_VLLM else "sim"
+            name = Path(module).name
+            return "sim-vllm" if {name, f"{name}::{test.split('[')[0]}", f"{name}::{test}"} & set(SIM_VLLM) else "sim"
 
     return TwoSimScopes(config, log)
 

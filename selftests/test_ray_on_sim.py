@@ -120,7 +120,8 @@ def start_ray(cluster) -> ray_flow.RayLauncher:
 
 @pytest.fixture(scope="module")
 def ray_pair():
-    """One healthy Ray pair for the tests that only read it (in file order: checks, deploy, the cluster)."""
+    """One healthy Ray pair for the tests that only read it (in file order: checks, deploy, the cluster). Under xdist the
+    deploy test runs on the vLLM worker (selftests/conftest.py) with a pair of its own."""
     require_ray()
     path = control.up(2, quiet=True, executor="ray")
     yield path
