@@ -64,7 +64,8 @@ def pytest_runtest_makereport(item, call):
 # (SIM_VLLM: the TP=2 deployments and the TP=1 serving scenarios) and the rest (the checks' scenarios, the sim's own
 # tests). Never two vLLMs at once: on two cores they starve each other (the TP=1 server decoded 4.6 tok/s beside the
 # TP=2 pair, about 18 alone, and failed the healthy run's 5 tok/s floor). The checks' one measurement that a neighbour
-# could skew, the compute spread between nodes, is taken on every node at once (gather.Fleet.at_once).
+# could skew, the compute spread between nodes, is taken on every node at once (gather.Fleet.at_once), and its two
+# scenarios run on the vLLM worker between its tests (SIM_VLLM).
 # xdist's own --dist loadgroup cannot do it with this pytest (it renames node ids, which pytest 9.2 no longer lets it:
 # pytest-xdist issue 1386), so the selftests bring their scheduler: xdist's loadscope with those two scopes and one per
 # other test; both sim scopes are bigger than any other, so loadscope hands them out first, to gw0 and gw1. The
