@@ -35,13 +35,6 @@ def require_provisioned_sim() -> None:
         pytest.fail("the sim needs `gb10check sim provision` (.ci/run runs it before the self-tests)")
 
 
-def mgmt_ip(rank: int) -> str:
-    """A simulated node's management address in this process's sim instance (topology.mgmt_net: 198.18.<instance>)."""
-    from gb10check.sim import topology
-
-    return f"{topology.mgmt_net()}.{10 + rank}"
-
-
 def step(name: str, cluster: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     """`gb10check NAME --cluster=CLUSTER ARGS` as a user runs it; wide columns so rich does not fold its lines."""
     return subprocess.run([sys.executable, "-m", "gb10check", name, f"--cluster={cluster}", *args], cwd=REPO,

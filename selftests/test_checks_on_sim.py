@@ -12,8 +12,9 @@ import pytest
 from gb10check import gather
 from gb10check.remedies import Code
 from gb10check.sim import control, scenarios
+from gb10check.sim.topology import mgmt_ip
 
-from .simbed import mgmt_ip, require_sim, run_suite, step
+from .simbed import require_sim, run_suite, step
 
 pytestmark = pytest.mark.sim
 

@@ -23,9 +23,10 @@ import yaml
 from gb10check.cluster import load_cluster
 from gb10check.deploy.run import ComposeLauncher, deploy, down
 from gb10check.sim import control, scenarios
+from gb10check.sim.topology import mgmt_ip
 from gb10check.stage import deployment_record_path
 
-from .simbed import mgmt_ip, require_provisioned_sim, run_suite, script, step
+from .simbed import require_provisioned_sim, run_suite, script, step
 
 pytestmark = pytest.mark.sim
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"

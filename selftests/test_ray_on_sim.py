@@ -25,9 +25,10 @@ from gb10check.facts import ParseError, parse
 from gb10check.poll import wait_until
 from gb10check.remedies import Code
 from gb10check.sim import control, provision, scenarios
+from gb10check.sim.topology import mgmt_ip
 from gb10check.stage import deployment_record_path
 
-from .simbed import mgmt_ip, require_provisioned_sim, run_suite, script
+from .simbed import require_provisioned_sim, run_suite, script
 
 pytestmark = pytest.mark.sim
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"

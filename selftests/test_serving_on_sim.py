@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from gb10check.sim import control, scenarios, serve
+from gb10check.sim.topology import mgmt_ip
 
-from .simbed import mgmt_ip, require_provisioned_sim, run_suite
+from .simbed import require_provisioned_sim, run_suite
 
 pytestmark = pytest.mark.sim
 

@@ -35,7 +35,7 @@ def host_snapshot() -> dict:
         "mounts": [m for m in sorted(Path("/proc/self/mounts").read_text().splitlines())
                    if (at := m.split()[1]) == d or at.startswith((f"{d}/", f"/run/netns/{p}"))],
         "sim_processes": [l for l in lines("ps", "-eww", "-o", "args") if "gb10check/sim/boot.py" in l and f"{d}/" in l],
-        "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{topology.prefix()}*")),
+        "cgroups": sorted(str(g) for g in Path("/sys/fs/cgroup").glob(f"*/{p}*")),
     }
 
 

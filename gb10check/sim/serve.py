@@ -28,7 +28,6 @@ from ..poll import wait_until
 from . import control, provision, topology
 
 
-
 def cgroup() -> Path:
     """The throttled server's group: cgroup v1 cpu controller, as on this kind of machine; one per sim instance."""
     return Path(f"/sys/fs/cgroup/cpu/{topology.prefix()}vllm")
@@ -102,9 +101,10 @@ def _alive(pgid: int) -> bool:
 
 
 def remove_cgroup() -> None:
-    if cgroup().exists():
+    group = cgroup()
+    if group.exists():
         try:
-            cgroup().rmdir()
+            group.rmdir()
         except OSError:
             pass  # still has processes; the node's teardown kills them, down() retries
 

@@ -33,6 +33,11 @@ def mgmt_bridge() -> str:
     return prefix() + "br"
 
 
+def mgmt_ip(rank: int) -> str:
+    """The management address of the node of this rank: 198.18.<instance>.<10 + rank>."""
+    return f"{mgmt_net()}.{10 + rank}"
+
+
 USER = "lenovo"
 USER_DRIVER = "580.173.02"
 
@@ -64,14 +69,14 @@ def pair_or_switch(n: int) -> list[SimNode]:
     """n == 2: the field report's pair and its exact addresses; n > 2: nodes behind a switch."""
     if not 2 <= n <= 8:
         raise ValueError("the simulated cluster has 2 to 8 nodes")
-    nodes, net = [], mgmt_net()
+    nodes = []
     for i in range(n):
         if n == 2:
             a0 = ["169.254.94.252/16", "169.254.159.206/16"][i]
         else:
             a0 = f"169.254.100.{10 + i}/16"
         a1 = f"192.168.101.{10 + i}/24"
-        nodes.append(SimNode(f"thinkstationpgx-{30 + 2 * i}", i, f"{net}.{10 + i}",
+        nodes.append(SimNode(f"thinkstationpgx-{30 + 2 * i}", i, mgmt_ip(i),
                              [SimLink(CABLED[0][0], CABLED[0][1], a0), SimLink(CABLED[1][0], CABLED[1][1], a1)]))
     return nodes
 
