@@ -444,8 +444,9 @@ WARNINGS = {  # scenario -> (check that must pass, the warning it prints)
     "rdma-port-errors": [(f"{NW}/test_rdma_counters.py::test_rdma_error_counters[{B}]",
                           f"Degraded: [rdma-error-counters] {B}:rocep1s0f0: saw port 1: link_downed 1, symbol_error 12; "
                           "expected 0 link_downed, symbol_error and port_rcv_errors since boot")],
-    "disk-slow": [(f"{PF}/test_disk.py::test_shard_read_rate[{B}]", f"Degraded: [disk-slow] {B}: saw 0.04 GB/s reading a shard "
-                   "(direct I/O)"), (f"{PF}/test_disk.py::test_shard_read_rate[{B}]", f"slower than {A} (")],
+    # the throttle is a ceiling: beside the other worker's load the read can come in under 40 MB/s, never over it
+    "disk-slow": [(f"{PF}/test_disk.py::test_shard_read_rate[{B}]", re.compile(rf"Degraded: \[disk-slow\] {B}: saw 0\.0[1-4] GB/s "
+                   r"reading a shard \(direct I/O\)")), (f"{PF}/test_disk.py::test_shard_read_rate[{B}]", f"slower than {A} (")],
     "disk-low": [(f"{PF}/test_disk.py::test_disk_space[{B}]", f"Degraded: [disk-low] {B}: saw 0."),
                  (f"{PF}/test_disk.py::test_disk_space[{B}]", " GiB free on /home/lenovo/vllm/huggingface (the Hugging Face cache)")],
     "gpu-xid": [(f"{PF}/test_platform.py::test_kernel_log[{B}]", f"Degraded: [kernel-log] {B}: saw 1 GPU Xid error line(s) in the "
@@ -469,9 +470,11 @@ def test_warning_scenarios(bed, name):
     assert bad == {}, bad  # degraded but usable: nothing fails
     warned = set(re.findall(r"Degraded: \[([a-z0-9-]+)\]", run.stdout))
     assert {p.split(":")[1] for p in scenarios.SCENARIOS[name].proves} <= warned, warned
+    said = "\n".join(line for line in run.stdout.splitlines() if "Degraded: [" in line)
     for test_id, text in WARNINGS[name]:
         assert run.results[test_id].outcome == "passed", (test_id, run.results[test_id])
-        assert text in run.stdout, f"{name}: {text!r} not in the run's output"
+        found = text.search(run.stdout) if isinstance(text, re.Pattern) else text in run.stdout
+        assert found, f"{name}: {getattr(text, 'pattern', text)!r} not in the run's warnings:\n{said}"
 
 
 def test_hold_driver_script_clears_the_driver_unheld_warning(bed):
