@@ -228,14 +228,34 @@ class Output:
 TIMED_OUT = 124  # timeout(1)'s exit status
 
 
-def batch_script(commands: list[str], timeout_s: float, longer: dict[str, float] | None = None) -> str:
+# What the stale-container check reads: looked at before the run's own containers (the GPU probe, Ray's version, the
+# canaries) start, or it takes this run's probe, with the deployment's image, for a serving container left behind.
+LOOK_FIRST = (DOCKER_PS, DOCKER_STATS)
+
+
+def starts_container(command: str) -> bool:
+    return "docker run " in command
+
+
+def batch_script(commands: list[str], timeout_s: float, longer: dict[str, float] | None = None,
+                 first: tuple[str, ...] = ()) -> str:
     """One shell script that starts every command at once, each bounded (by `timeout_s`, or its own in `longer`), and prints
-    `index rc base64(stdout) base64(stderr)`."""
+    `index rc base64(stdout) base64(stderr)`. The commands that start a container wait until those in `first` are done."""
     longer = longer or {}
     t = {c: max(1, round(longer.get(c, timeout_s))) for c in commands}
-    lines = ['d=$(mktemp -d) || exit 1']
-    lines += [f'( timeout -k 2 {t[c]} sh -c {shlex.quote(c)} >"$d/{i}.o" 2>"$d/{i}.e" </dev/null; echo $? >"$d/{i}.rc" ) &'
-              for i, c in enumerate(commands)]
+    gate = [i for i, c in enumerate(commands) if c in first]
+    held = [i for i, c in enumerate(commands) if gate and c not in first and starts_container(c)]
+
+    def start(i: int) -> str:
+        c = commands[i]
+        return f'( timeout -k 2 {t[c]} sh -c {shlex.quote(c)} >"$d/{i}.o" 2>"$d/{i}.e" </dev/null; echo $? >"$d/{i}.rc" ) &'
+
+    lines = ['d=$(mktemp -d) || exit 1', 'first=""']
+    for i in range(len(commands)):
+        if i not in held:
+            lines += [start(i)] + (['first="$first $!"'] if i in gate else [])
+    if held:
+        lines += ['wait $first'] + [start(i) for i in held]
     lines += ["wait", f'for i in $(seq 0 {len(commands) - 1}); do printf \'%s %s %s %s\\n\' "$i" "$(cat "$d/$i.rc")" '
                       '"$(base64 -w0 <"$d/$i.o")" "$(base64 -w0 <"$d/$i.e")"; done', 'rm -rf "$d"']
     return "\n".join(lines)
@@ -293,10 +313,11 @@ class Fleet:
         def batch(sudo: bool, commands: list[str]) -> dict[tuple[str, bool], Output]:
             if not sudo:
                 commands = commands + list(longer)
-            # Each command is bounded by its timeout (then killed 2 s later); the batch gets room for the longest.
+            # Each command is bounded by its timeout (then killed 2 s later); the batch gets room for the longest, after
+            # the looks that hold the containers back (LOOK_FIRST).
             timeout = self.cluster.ssh.command_timeout_s
-            longest = max([timeout, *longer.values()]) if not sudo else timeout
-            out = node.run(batch_script(commands, timeout, longer), timeout=longest + 10, sudo=sudo)
+            longest = timeout + 2 + max([timeout, *longer.values()]) if not sudo else timeout
+            out = node.run(batch_script(commands, timeout, longer, first=LOOK_FIRST), timeout=longest + 10, sudo=sudo)
             got = read_batch(commands, out.stdout)
             # sudo refused, or the batch died: every command answers as the batch did
             return {(c, sudo): got.get(c) or Output(c, out.rc or 1, "", out.stderr) for c in commands}

@@ -136,3 +136,27 @@ def test_under_xdist_the_facts_are_gathered_once_for_all_workers_and_removed_at_
     assert stat.S_IMODE(os.stat(shared).st_mode) == 0o600
     gather.remove_shared(run_id)
     assert not os.path.exists(shared)
+
+
+def test_the_stale_container_look_comes_before_the_runs_own_containers(tmp_path):
+    """The facts' batch starts every command at once, except those that start a container: they wait for `docker ps` and
+    `docker stats` (LOOK_FIRST), which must not take this run's own GPU probe, with the deployment's image, for a serving
+    container left behind (a simulated run failed test_no_serving_container_left that way, once). Run for real by sh."""
+    log = tmp_path / "log"
+    look = f"sleep 0.5; echo look >> {log}"
+    probe = f": docker run ; echo probe >> {log}"  # a container start, as text; runs nothing
+    other = f"echo other >> {log}"
+    commands = [probe, look, other]
+    out = subprocess.run(["sh", "-c", gather.batch_script(commands, 10, first=(look,))], capture_output=True, text=True,
+                         timeout=30)
+    got = gather.read_batch(commands, out.stdout)
+    assert sorted(got) == sorted(commands) and all(o.rc == 0 for o in got.values()), out
+    assert log.read_text().split() == ["other", "look", "probe"]
+    # the suite's own facts: every container they start is held behind the look
+    cluster = load_cluster(REPO / "cluster.example.yaml")
+    user = gather.node_fact_commands(cluster, cluster.by_rank()[0])[False]
+    starters = [c for c in user + list(gather.optional_facts(cluster, set(gather.CONTAINER_CANARIES)))
+                if gather.starts_container(c)]
+    assert set(gather.LOOK_FIRST) <= set(user)
+    assert gather.container.gpu_probe(cluster.deploy.image, cluster.deploy.extra_volumes) in starters
+    assert len(starters) == 1 + len(gather.CONTAINER_CANARIES) + cluster.uses_ray
