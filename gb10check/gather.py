@@ -228,9 +228,10 @@ class Output:
 TIMED_OUT = 124  # timeout(1)'s exit status
 
 
-# What the stale-container check reads: looked at before the run's own containers (the GPU probe, Ray's version, the
-# canaries) start, or it takes this run's probe, with the deployment's image, for a serving container left behind.
-LOOK_FIRST = (DOCKER_PS, DOCKER_STATS)
+# Looked at before the run's own containers (the GPU probe, Ray's version, the canaries) start: the stale-container
+# check took this run's probe, with the deployment's image, for a serving container left behind; the memory checks
+# would count what a canary's torch holds as used.
+LOOK_FIRST = (DOCKER_PS, DOCKER_STATS, MEMINFO)
 
 
 def starts_container(command: str) -> bool:
