@@ -348,7 +348,8 @@ def test_scenario_fails_exactly_its_checks(bed, name):
     run = outcomes_under(name)
     results = run.results
     failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
-    assert set(failed) == set(EXPECTED[name]), "\n".join(sorted(set(failed) ^ set(EXPECTED[name])))
+    assert set(failed) == set(EXPECTED[name]), "\n".join(f"{k}: {failed.get(k, '(passed or skipped)')[:1500]}"
+                                                          for k in sorted(set(failed) ^ set(EXPECTED[name])))
     for test_id, pattern in EXPECTED[name].items():
         assert re.search(pattern, failed[test_id]), f"{test_id}:\n{failed[test_id]}"
     skipped = {k: v.message for k, v in results.items() if v.outcome == "skipped"}
@@ -469,8 +470,9 @@ def test_warning_scenarios(bed, name):
     bad = {k: v.outcome for k, v in run.results.items() if v.outcome in ("failed", "error", "not checked")}
     assert bad == {}, bad  # degraded but usable: nothing fails
     warned = set(re.findall(r"Degraded: \[([a-z0-9-]+)\]", run.stdout))
-    assert {p.split(":")[1] for p in scenarios.SCENARIOS[name].proves} <= warned, warned
     said = "\n".join(line for line in run.stdout.splitlines() if "Degraded: [" in line)
+    shown = {test_id: run.results[test_id] for test_id, _ in WARNINGS[name]}
+    assert {p.split(":")[1] for p in scenarios.SCENARIOS[name].proves} <= warned, f"{warned}\n{said}\n{shown}"
     for test_id, text in WARNINGS[name]:
         assert run.results[test_id].outcome == "passed", (test_id, run.results[test_id])
         found = text.search(run.stdout) if isinstance(text, re.Pattern) else text in run.stdout
