@@ -53,6 +53,17 @@ IMAGE = image.NAME
 MODEL_DIR = f"{HF}/hub/models--" + MODEL_REPO.replace("/", "--")
 
 
+# A node's compute budget where a proof compares nodes' compute (the healthy pair, cpu-throttled): a CPU quota of 0.4
+# CPU each. Unbudgeted, a healthy pair's CPU matmuls came out up to 5x apart beside other work on this box's two shared
+# cores (2 runs of 8 over the 50% spread); held to 0.4 CPU each, 8 of 8 read the same 0.02 TFLOP/s: each GB10 is a
+# machine of its own.
+NODE_CPU_QUOTA_US = 40000  # of the default 100 ms period
+
+
+def cpu_quota(quota_us: int) -> str:
+    return f"echo {quota_us} > /sys/fs/cgroup/cpu/cpu.cfs_quota_us"
+
+
 def _on_own_disk(path: str, size: str) -> str:
     """Shell that moves `path`'s files onto a real ext4 filesystem of `size` (a loop device over a sparse file in the
     node's own /var/tmp) mounted at `path`: a disk of its own that reads with direct I/O, fills up and can be throttled,
@@ -189,10 +200,11 @@ SCENARIOS = {s.name: s for s in [
              "no clock-event reason shown (only an AC power-off clears it)",
              (Step(1, state={"gpu_load": {"sm_clock_mhz": 801, "power_w": 19.6, "clock_event_reasons": 0}}),),
              proves=("test_gpu_compute:gpu-clock-low",)),
-    Scenario("cpu-throttled", "rank 1 held to a quarter of a CPU through its cgroup (cpu.cfs_quota_us): its matmul really runs slower, "
-             "as a GB10 stuck in a low-power state does, and nvidia-smi does not say why",
-             (Step(1, shell="echo 25000 > /sys/fs/cgroup/cpu/cpu.cfs_quota_us"),),
-             proves=("test_gpu_compute:gpu-compute-spread",)),
+    Scenario("cpu-throttled", "every node on its compute budget (0.4 CPU), rank 1 held to a quarter of it, through their cgroups "
+             "(cpu.cfs_quota_us): its matmul really runs slower, as a GB10 stuck in a low-power state does, and nvidia-smi does "
+             "not say why",
+             (Step(-1, shell=cpu_quota(NODE_CPU_QUOTA_US)), Step(1, shell=cpu_quota(NODE_CPU_QUOTA_US // 4))),
+             proves=("test_gpu_compute:gpu-compute-spread", "test_gpu_compute:gpu-compute-low")),
     Scenario("mtu-mismatch", "rank 1: enp1s0f0np0 has MTU 9000, its peer 1500",
              (Step(1, shell="ip link set enp1s0f0np0 mtu 9000"),),
              proves=("test_mtu_equal:mtu-mismatch", "test_path_mtu:path-mtu")),
