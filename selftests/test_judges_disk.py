@@ -89,16 +89,22 @@ def test_a_node_reading_twice_as_slowly_warns_with_the_load_time():
     fast, slow = 92771926016 / 300, 92771926016 / 850
     [f] = disk.judge_read_rate("pgx-30", slow, ("pgx-32", fast), 92771926016, 3600)
     assert codes([f]) == [(Code.DISK_SLOW, "pgx-30", True)]
-    assert f.text.startswith("[disk-slow] pgx-30: saw 0.11 GB/s reading a shard (direct I/O), 2.8x slower than pgx-32 (0.31 GB/s); "
+    assert f.text.startswith("[disk-slow] pgx-30: saw 109 MB/s reading a shard (direct I/O), 2.8x slower than pgx-32 (309 MB/s); "
                              "the model's 86.4 GiB load in about 850 s here, 300 s on pgx-32; expected within 2x of the fastest "
                              "node\n  fix: find what slows the disk of pgx-30")
     assert disk.judge_read_rate("pgx-32", fast, ("pgx-32", fast), 92771926016, 3600) == []
     assert disk.judge_read_rate("pgx-30", fast * 0.6, ("pgx-32", fast), 92771926016, 3600) == []
 
 
+def test_read_rates_read_in_the_unit_that_fits():
+    # a slow disk in MB/s (a NAS-backed cache at 4 MB/s is not "0.00 GB/s"), a fast one in GB/s
+    assert [disk.rate(r) for r in (4e6, 9.96e6, 40.1e6, 109143442, 999.4e6, 1.3e9)] == [
+        "4.0 MB/s", "10 MB/s", "40 MB/s", "109 MB/s", "999 MB/s", "1.30 GB/s"]
+
+
 def test_a_load_past_the_distributed_timeout_warns():
     [f] = disk.judge_read_rate("pgx-30", 92771926016 / 850, ("pgx-30", 92771926016 / 850), 92771926016, 600, direct=False)
-    assert f.seen == ("0.11 GB/s reading a shard (cached read: the filesystem refused O_DIRECT); the model's 86.4 GiB load in "
+    assert f.seen == ("109 MB/s reading a shard (cached read: the filesystem refused O_DIRECT); the model's 86.4 GiB load in "
                       "about 850 s here")
     assert f.expected == "the load within --distributed-timeout-seconds 600"
 

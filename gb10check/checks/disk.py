@@ -52,7 +52,11 @@ def judge_disk(node: str, free: dict[str, tuple[str, int]], needs: dict[str, int
 
 
 def rate(bytes_per_s: float) -> str:
-    return f"{bytes_per_s / 1e9:.2f} GB/s"
+    """GB/s from 1 GB/s up, MB/s below: a disk read at 4 MB/s is not "0.00 GB/s"."""
+    if bytes_per_s >= 1e9:
+        return f"{bytes_per_s / 1e9:.2f} GB/s"
+    mb = f"{bytes_per_s / 1e6:.1f}"
+    return f"{float(mb):.0f} MB/s" if float(mb) >= 10 else f"{mb} MB/s"
 
 
 def judge_read_rate(node: str, mine: float, fastest: tuple[str, float] | None, model_bytes: int | None, timeout_s: int,
