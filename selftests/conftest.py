@@ -64,8 +64,9 @@ def pytest_runtest_makereport(item, call):
 # (SIM_VLLM: the TP=2 deployments and the TP=1 serving scenarios) and the rest (the checks' scenarios, the sim's own
 # tests). Never two vLLMs at once: on two cores they starve each other (the TP=1 server decoded 4.6 tok/s beside the
 # TP=2 pair, about 18 alone, and failed the healthy run's 5 tok/s floor). The checks' one measurement that a neighbour
-# could skew, the compute spread between nodes, is taken on every node at once (gather.Fleet.at_once), and its two
-# scenarios run on the vLLM worker between its tests (SIM_VLLM).
+# could skew, the compute spread between nodes, is taken on every node at once (gather.Fleet.at_once), each node on a
+# compute budget (0.4 CPU: sim/scenarios.NODE_CPU_QUOTA_US), and the three scenarios that take it run last on the vLLM
+# worker (SIM_VLLM, SIM_LAST): after its vLLMs, when the other worker has mostly finished.
 # xdist's own --dist loadgroup cannot do it with this pytest (it renames node ids, which pytest 9.2 no longer lets it:
 # pytest-xdist issue 1386), so the selftests bring their scheduler: xdist's loadscope with those two scopes and one per
 # other test; both sim scopes are bigger than any other, so loadscope hands them out first, to gw0 and gw1. The
@@ -78,11 +79,12 @@ if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
 # Modules, module::test or module::test[param]: the Ray module's checks and faults start Ray, no vLLM; the checks'
 # scenarios that judge the compute spread between nodes run here too, away from a running vLLM (the healthy pair passed
 # 50% with a vLLM busy beside one node's turn; cpu-throttled's rank 0, slowed by a vLLM beside it, came within 50% of
-# its throttled rank 1).
+# its throttled rank 1; gpu-stuck-low-power, beside one, failed the spread it does not prove).
 SIM_VLLM = ("test_pair_on_sim.py", "test_deploy_run.py", "test_serving_on_sim.py",
             "test_ray_on_sim.py::test_deploy_forms_the_ray_cluster_and_starts_vllm_through_ray",
             "test_checks_on_sim.py::test_scenario_fails_exactly_its_checks[healthy]",
-            "test_checks_on_sim.py::test_scenario_fails_exactly_its_checks[cpu-throttled]")
+            "test_checks_on_sim.py::test_scenario_fails_exactly_its_checks[cpu-throttled]",
+            "test_checks_on_sim.py::test_scenario_fails_exactly_its_checks[gpu-stuck-low-power]")
 
 
 @functools.cache
@@ -109,8 +111,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 # Within a scope, tests run in collection order: the sim's own quick modules first (a broken sim shows early), then the
-# rest in file order.
+# rest in file order, the compute-spread scenarios last.
 SIM_FIRST = ("test_sim.py", "test_deploy_ssh_keys.py", "test_deploy_sync.py", "test_deploy_stack.py", "test_sim_systemd.py")
+SIM_LAST = tuple(entry for entry in SIM_VLLM if entry.startswith("test_checks_on_sim.py::"))  # the compute spread
 
 
 def pytest_collection_modifyitems(config, items):
@@ -119,4 +122,10 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid}: mark a sim test through its module's `pytestmark = pytest.mark.sim` "
                                     "(the xdist scheduler in selftests/conftest.py reads it from there), not per test")
     first = {name: i for i, name in enumerate(SIM_FIRST)}
-    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: every module's own order kept
+
+    def place(item) -> int:
+        if f"{item.path.name}::{item.name}" in SIM_LAST:
+            return len(first) + 1
+        return first.get(item.path.name, len(first))
+
+    items.sort(key=place)  # stable: every module's own order kept

@@ -261,12 +261,26 @@ def with_slow(wanted: set[str]) -> list[str]:
     return ["-m", "preflight or network", "-k", " and ".join(f"not {t}" for t in sorted(SLOW - wanted))]
 
 
+def measures_compute(name: str) -> bool:
+    """Whether the scenario's run includes test_gpu_compute, which compares the nodes' matmuls."""
+    return name == "healthy" or any(p.startswith("test_gpu_compute:") for p in scenarios.SCENARIOS[name].proves)
+
+
+def test_the_compute_measuring_scenarios_run_on_the_budget_and_away_from_vllm():
+    """Each run that compares the nodes' CPU matmuls is on the vLLM worker, between its tests (selftests/conftest.py)."""
+    from .conftest import SIM_VLLM
+
+    measuring = {n for n in EXPECTED if measures_compute(n)}
+    assert measuring >= {"healthy", "cpu-throttled", "gpu-stuck-low-power"}
+    assert {f"test_checks_on_sim.py::test_scenario_fails_exactly_its_checks[{n}]" for n in measuring} <= set(SIM_VLLM)
+
+
 def outcomes_under(name: str, selection: list[str] | None = None):
     path = control.up(2, quiet=True)
-    if name == "healthy":  # every node on the compute budget cpu-throttled starts from: the pair's matmuls compare evenly
+    if measures_compute(name):  # every node on the compute budget (cpu-throttled's own start): matmuls compare evenly
         for node in control.nodes():
             control.node_exec(node, scenarios.cpu_quota(scenarios.NODE_CPU_QUOTA_US))
-    else:
+    if name != "healthy":
         scenarios.apply(name)
     rank, command, expected = VISIBLE[name]  # the fault is really there, seen with a plain command on the node
     out = control.node_exec(control.nodes()[rank], command, check=False)
