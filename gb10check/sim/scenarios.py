@@ -54,9 +54,9 @@ MODEL_DIR = f"{HF}/hub/models--" + MODEL_REPO.replace("/", "--")
 
 
 # A node's compute budget wherever a proof compares nodes' compute (the self-tests' runs of test_gpu_compute: healthy,
-# gpu-stuck-low-power, cpu-throttled, which sets it itself): a CPU quota of 0.4 CPU each. Unbudgeted, a healthy pair's CPU matmuls came out up to 5x apart beside other work on this box's two shared
-# cores (2 runs of 8 over the 50% spread); held to 0.4 CPU each, 8 of 8 read the same 0.02 TFLOP/s: each GB10 is a
-# machine of its own.
+# gpu-stuck-low-power, and cpu-throttled, which sets it itself): a CPU quota of 0.4 CPU each. Unbudgeted, a healthy
+# pair's CPU matmuls came out up to 5x apart beside other work on this box's two shared cores (2 runs of 8 over the
+# 50% spread); held to 0.4 CPU each, 8 of 8 read the same 0.02 TFLOP/s: each GB10 is a machine of its own.
 NODE_CPU_QUOTA_US = 40000  # of the default 100 ms period
 
 
