@@ -26,7 +26,7 @@ import pytest
 
 from .cluster import Cluster, ClusterError, Link, cluster_file_path, load_cluster, runner_problems
 from . import gather
-from .gather import Fleet
+from .gather import Fleet, registry
 from .remedies import Code
 from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
 from .report import Run, skip_reason, write
@@ -59,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # pytest picks its root before plugins add options, so it took PATH for a test path.
         raise pytest.UsageError(f"write --cluster={given} (with '='): with a space, pytest takes the path for a test path, "
                                 f"picks {config.rootpath} as its root and misses gb10check's pytest.ini")
+    config.addinivalue_line("markers", "gb10check_reads(*facts): the facts a check reads (gb10check.gather.reads)")
     config.stash[RECORDER_KEY] = recorder = Recorder(config)
     config.pluginmanager.register(recorder, "gb10check-recorder")
     if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None) and not getattr(config.option, "testrunuid", None):
@@ -193,10 +194,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The runner's own set-up (known_hosts, key) fails every check of every node: say it once, before any test.
     if CLUSTER_KEY in config.stash and not config.option.collectonly and any(stage_of(i.keywords) for i in session.items):
         cluster = config.stash[CLUSTER_KEY]
-        config.stash[FLEET_KEY].wanted = {getattr(i, "originalname", i.name) for i in session.items}
+        config.stash[FLEET_KEY].wanted = {f for i in session.items for f in declared_facts(i)}
         problems = runner_problems(cluster.ssh, over_ssh=any(n.connection == "ssh" for n in cluster.nodes))
         if problems:
             raise pytest.UsageError("runner set-up: " + "; ".join(problems))
+
+
+def declared_facts(item: pytest.Item) -> tuple[str, ...]:
+    """The facts a check declared with @reads(...)."""
+    return tuple(f for m in item.iter_markers("gb10check_reads") for f in m.args)
 
 
 def stage_of(keywords) -> str | None:
@@ -226,11 +232,17 @@ def pytest_runtest_setup(item: pytest.Item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    # An unreachable node or a command that timed out: NOT CHECKED in one paragraph, not a paramiko traceback.
+    # A check reads only the facts it declared; an unreachable node or a command that timed out: NOT CHECKED in one
+    # paragraph, not a paramiko traceback.
+    ours = stage_of(item.keywords) is not None and CLUSTER_KEY in item.config.stash
+    token = registry.declared(declared_facts(item), item.config.stash[CLUSTER_KEY]) if ours else None
     try:
         return (yield)
     except RemoteError as exc:
         report([_remote_finding(exc)])
+    finally:
+        if token is not None:
+            registry.undeclare(token)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -114,6 +114,12 @@ class Code(str, Enum):
     COMMAND_FAILED = "command-failed"
     GARBLED = "garbled-output"
     DRY_RUN_FAILED = "dry-run-failed"
+    TOOL_MISSING = "tool-missing"
+    SUDO_REFUSED = "sudo-refused"
+    SUDO_MISSING = "sudo-missing"
+    NO_RDMA = "no-rdma"
+    PREREQUISITE = "prerequisite-failed"
+    UNKNOWN_NEED = "unknown-need"
     API_DOWN = "api-down"
     API_KEY = "api-key"
     API_ON_FOLLOWER = "api-on-follower"
@@ -397,10 +403,20 @@ REMEDIES: dict[Code, str] = {
     Code.GARBLED: "run `{command}` on {node} by hand and compare its output with what gb10check expects "
                   "(`gb10check parse {kind} FILE` shows what the suite reads from a saved output)",
     Code.DRY_RUN_FAILED: "run `{command}` on {node} by hand and read why the dry run could not start",
+    Code.TOOL_MISSING: "install {package} on {node} (it provides `{tool}`), then run the checks again",
+    Code.SUDO_REFUSED: "give the SSH user passwordless sudo on {node} for the checks (a sudoers drop-in with NOPASSWD), or "
+                       "connect as root; then run the checks again",
+    Code.SUDO_MISSING: "install sudo on {node} (apt install sudo) and give the SSH user passwordless sudo, or connect as root",
+    Code.NO_RDMA: "on {node}: `ls /sys/class/infiniband` and `lspci -d 15b3:` should list the ConnectX-7; load its driver "
+                  "(sudo modprobe mlx5_ib) or reseat the card, then run the checks again",
+    Code.PREREQUISITE: "fix what {check} reports on {node} first, then run the checks again",
+    Code.UNKNOWN_NEED: "make {what} readable on {node} ({how}), then run the checks again",
 }
 
 # The codes of "could not check": reported as NOT CHECKED, counted apart, refused by the gate.
-NOT_CHECKED = frozenset({Code.UNREACHABLE, Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED})
+NOT_CHECKED = frozenset({Code.UNREACHABLE, Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED,
+                         Code.TOOL_MISSING, Code.SUDO_REFUSED, Code.SUDO_MISSING, Code.NO_RDMA, Code.PREREQUISITE,
+                         Code.UNKNOWN_NEED})
 
 
 def fix(code: Code, **params) -> str:

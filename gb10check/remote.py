@@ -234,7 +234,8 @@ class RemoteNode:
     def run(self, command: str, *args: str, timeout: float | None = None, sudo: bool = False) -> CommandResult:
         backend = self.host.backend
         if sudo:  # wrapped here, not with host.sudo(): that flips the backend's state under another thread's command
-            command, args = backend.get_sudo_command(backend.quote(command, *args), None), ()
+            command, args = (backend.quote("/bin/sh -c %s", backend.quote(command, *args)) if self.is_root
+                             else backend.get_sudo_command(backend.quote(command, *args), None)), ()
         try:
             return backend.run(command, *args, timeout=timeout)
         except CommandTimeout as exc:
@@ -242,6 +243,11 @@ class RemoteNode:
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self._error = NodeUnreachable(f"node {self.name} unreachable at {self.spec.address}: connection lost ({exc})").at(self)
             raise self._error from None
+
+    @property
+    def is_root(self) -> bool:
+        """Whether commands already run as root here (a root login, or the runner itself as root): no sudo then."""
+        return os.geteuid() == 0 if self.spec.connection == "local" else self.ssh.user == "root"
 
     def output(self, command: str, *args: str, timeout: float | None = None, sudo: bool = False) -> str:
         """stdout of a command that must succeed; otherwise RemoteError with its exit status and stderr."""

@@ -30,21 +30,28 @@ def gib(n: float) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
-def judge_disk(node: str, free: dict[str, tuple[str, int]], needs: dict[str, int], totals: int) -> list[Finding]:
-    """free: what -> (mount point, bytes free); needs: what -> bytes still to write there. What shares a filesystem
-    adds up. Below the need fails; below the need plus the margin warns."""
+def judge_disk(node: str, free: dict[str, tuple[str, int]], needs: dict[str, int | None], totals: int,
+               unknown: dict[str, tuple[str, str]] | None = None) -> list[Finding]:
+    """free: what -> (mount point, bytes free); needs: what -> bytes still to write there, None where unknown (then
+    unknown[what] says why and how to make it known). What shares a filesystem adds up. Below the need fails; below the
+    need plus the margin warns; a filesystem whose need is partly unknown and not already short is not checked."""
     margin = max(MARGIN_MIN, int(totals * MARGIN_FRACTION))
     by_mount: dict[str, tuple[int, list[str], int]] = {}
     for what, (mount, avail) in free.items():
         need, names, _ = by_mount.get(mount, (0, [], avail))
-        by_mount[mount] = (need + needs.get(what, 0), names + [what], avail)
+        by_mount[mount] = (need + (needs.get(what) or 0), names + [what], avail)
     found = []
     for mount, (need, names, avail) in by_mount.items():
         where = " and ".join(names)
         seen = f"{gib(avail)} free on {mount} ({where})"
+        blind = [w for w in names if w in needs and needs[w] is None]
         if avail < need:
             found.append(Finding(Code.DISK_FULL, node, seen, f"at least {gib(need)} for what is still to be written there",
                                  mount=mount, need=gib(need)))
+        elif blind:
+            found += [Finding(Code.UNKNOWN_NEED, node, f"{seen}, but {(unknown or {}).get(w, ('its size is unknown', ''))[0]}",
+                              f"the size of what is still to be written for {w}", what=f"the size of {w}",
+                              how=(unknown or {}).get(w, ("", "see test_model_artifacts and test_image"))[1]) for w in blind]
         elif avail < need + margin:
             found.append(Finding(Code.DISK_LOW, node, seen, f"{gib(need)} still to write + {gib(margin)} margin", warning=True,
                                  mount=mount, need=gib(need + margin)))

@@ -65,7 +65,18 @@ def judge_address(node: str, link: Link, ifaces: list[Interface]) -> list[Findin
     return []
 
 
+def missing_netdevs(node: str, links: list[Link], ifaces: list[Interface]) -> list[Finding]:
+    """A link whose netdev the node does not have: nothing about it can hold."""
+    names = {i.name for i in ifaces}
+    return [Finding(Code.LINK_MISSING, f"{node}:{l.netdev}", f"no interface {l.netdev} (the node has {', '.join(sorted(names)) or 'none'})",
+                    f"{l.netdev} present", device=l.rdma_device or "its RDMA device", netdev=l.netdev)
+            for l in links if l.netdev not in names]
+
+
 def judge_distinct_subnets(node: str, links: list[Link], ifaces: list[Interface]) -> list[Finding]:
+    missing = missing_netdevs(node, links, ifaces)
+    if missing:
+        return missing
     nets = []
     for link in links:
         iface = next((i for i in ifaces if i.name == link.netdev), None)
@@ -90,6 +101,9 @@ def roce_gid_indexes(ports: list[IbPort], link: Link, gid_type: str) -> list[int
 def judge_gid(node: str, link: Link, ports: list[IbPort], index: int, gid_type: str) -> list[Finding]:
     port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
     where = f"{node}:{link.rdma_device}"
+    if port is not None and port.port_state != "ACTIVE":  # a down port holds no IP-based GIDs
+        return [Finding(Code.PREREQUISITE, where, f"the GID table of a port that is {port.port_state}",
+                        "an ACTIVE port, whose GIDs hold its addresses", check="test_rdma_port_active")]
     ip = link.ip
     gids = port.gids if port else []
     right = roce_gid_indexes(ports, link, gid_type)
@@ -119,10 +133,10 @@ def judge_netplan(node: str, path: str, mode: str | None, content: str, links: l
     return findings
 
 
-def judge_default_route(node: str, routes: list[dict], links: list[Link]) -> list[Finding]:
-    """routes: `ip -j route show default`."""
+def judge_default_route(node: str, routes: list[dict], links: list[Link], ifaces: list[Interface]) -> list[Finding]:
+    """routes: `ip -j route show default`; ifaces: the node's interfaces (a QSFP netdev it lacks cannot be judged)."""
     qsfp = {l.netdev for l in links}
-    return [Finding(Code.DEFAULT_ROUTE_QSFP, node, f"default via {r.get('gateway', '?')} dev {r['dev']}",
+    return missing_netdevs(node, links, ifaces) + [Finding(Code.DEFAULT_ROUTE_QSFP, node, f"default via {r.get('gateway', '?')} dev {r['dev']}",
                     "no default route through a QSFP link", netdev=r["dev"]) for r in routes if r.get("dev") in qsfp]
 
 

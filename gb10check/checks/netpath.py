@@ -59,11 +59,22 @@ def judge_nm_dhcp(node: str, profiles, qsfp_netdevs: set[str]) -> list[Finding]:
     return found
 
 
+def judge_roce_port_mtu(node: str, link: Link, netdev_mtu: int, hcas: list) -> list[Finding]:
+    """judge_roce_mtu on the link's device as ibv_devinfo lists it; a port that is missing or not ACTIVE is not checked."""
+    port = next((p for h in hcas if h.rdma_device == link.rdma_device for p in h.ports), None)
+    if port is None or port.port_state != "ACTIVE":
+        return [Finding(Code.PREREQUISITE, f"{node}:{link.rdma_device}",
+                        f"{link.rdma_device} {'is not in ibv_devinfo' if port is None else 'is ' + str(port.port_state)}",
+                        "an ACTIVE port in ibv_devinfo", check="test_rdma_port_active")]
+    return judge_roce_mtu(node, link, netdev_mtu, port.active_mtu)
+
+
 def judge_roce_mtu(node: str, link: Link, netdev_mtu: int, active_mtu: int | None) -> list[Finding]:
     """The RoCE active MTU (ibv_devinfo) is what the netdev's MTU allows: 1024 beside a 9000 MTU (RoCE stuck small),
     or larger than the netdev can carry, is a warning."""
     if active_mtu is None:
-        return []
+        return [Finding(Code.GARBLED, f"{node}:{link.rdma_device}", "ibv_devinfo gave no active_mtu for the port",
+                        "the port's active_mtu", command="ibv_devinfo", kind="ibv_devinfo")]
     expected = roce_mtu_for(netdev_mtu)
     if active_mtu == expected:
         return []

@@ -175,11 +175,19 @@ def read_counters(text: str) -> dict[tuple[str, str, str], int]:
     return found
 
 
-def judge_rdma_counters(node: str, counters: dict[tuple[str, str, str], int], devices: list[str]) -> list[Finding]:
-    """Non-zero link_downed, symbol_error or port_rcv_errors on the node's RDMA devices: a warning per port."""
+def judge_rdma_counters(node: str, counters: dict[tuple[str, str, str], int], devices: list[str | None]) -> list[Finding]:
+    """Non-zero link_downed, symbol_error or port_rcv_errors on the node's RDMA devices: a warning per port. A link whose
+    device the cluster file does not name, or a device without counters, is not checked."""
     found = []
-    for device in devices:
+    if None in devices:
+        found.append(Finding(Code.UNKNOWN_NEED, node, "a link of the cluster file names no rdma_device",
+                             "each link's RDMA device, to read its counters", what="each link's rdma_device",
+                             how="add rdma_device to every link in the cluster file (ibdev2netdev lists them)"))
+    for device in (d for d in devices if d is not None):
         ports = sorted({p for (d, p, _) in counters if d == device})
+        if not ports:
+            found.append(Finding(Code.NO_RDMA, f"{node}:{device}", f"no error counters under /sys/class/infiniband/{device}"
+                                 "/ports/*/counters", f"{device}'s port counters"))
         for port in ports:
             bad = {n: v for n in RDMA_ERROR_COUNTERS if (v := counters.get((device, port, n), 0))}
             if bad:

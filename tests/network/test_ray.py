@@ -4,7 +4,8 @@ registered at its QSFP address, not its LAN or Wi-Fi one. Read in rank 0's Ray c
 
 import pytest
 
-from gb10check import compose, gather
+from gb10check import compose
+from gb10check.gather import RAY_NODES, RAY_STATUS, parsed_output, ray_head_output
 from gb10check.checks import ray
 from gb10check.verdict import report
 
@@ -12,7 +13,7 @@ pytestmark = pytest.mark.network
 
 
 def on_head(head, command):
-    out = gather.ray_head_output(head, command)
+    out = ray_head_output(head, command)
     if out is None:
         pytest.skip(f"Ray is not started: no running {compose.RAY_CONTAINER_NAME} container on {head.name} (these checks run "
                     "after `ray start`: scripts/deploy starts Ray, then vLLM)")
@@ -20,9 +21,9 @@ def on_head(head, command):
 
 
 def test_ray_status(ray_cluster, head):
-    status = gather.parsed_output(head, "ray_status", on_head(head, gather.RAY_STATUS))
+    status = parsed_output(head, "ray_status", on_head(head, RAY_STATUS))
     report(ray.judge_status(ray_cluster, head.name, status))
 
 
 def test_ray_node_address(ray_cluster, node, head):
-    report(ray.judge_node(ray_cluster, node.spec, gather.parsed_output(head, "ray_nodes", on_head(head, gather.RAY_NODES))))
+    report(ray.judge_node(ray_cluster, node.spec, parsed_output(head, "ray_nodes", on_head(head, RAY_NODES))))

@@ -2,16 +2,13 @@
 
 import pytest
 
-from gb10check import gather
 from gb10check.checks import platform
+from gb10check.gather import read, reads
 from gb10check.verdict import report
 
 pytestmark = pytest.mark.network
 
 
+@reads("rdma_counters")
 def test_rdma_error_counters(node):
-    counters = platform.read_counters(gather.output(node, gather.RDMA_COUNTERS))
-    devices = [link.rdma_device for link in node.spec.links]
-    if not any(d in devices for d, _, _ in counters):
-        pytest.skip(f"{node.name}: no error counters under /sys/class/infiniband/{{{','.join(devices)}}}/ports/*/counters")
-    report(platform.judge_rdma_counters(node.name, counters, devices))
+    report(platform.judge_rdma_counters(node.name, read(node, "rdma_counters"), [link.rdma_device for link in node.spec.links]))

@@ -5,75 +5,50 @@ and the compile caches on the host."""
 import pytest
 
 from gb10check import compose as stack
-from gb10check import gather
 from gb10check.checks import compose, model
-from gb10check.facts import parse
-from gb10check.verdict import report
+from gb10check.gather import compose_files, read, reads, service_args
+from gb10check.remedies import Code
+from gb10check.verdict import not_checked, report
 
 pytestmark = pytest.mark.preflight
 
 
-def files(node, cluster) -> tuple[str, str, str | None, str | None]:
-    """The compose file's and the .env's paths and texts (None where `cat` failed)."""
-    compose_path, env_path = gather.compose_files(cluster)
-    text, env = (gather.result(node, gather.cat(p)) for p in (compose_path, env_path))
-    return compose_path, env_path, text.stdout if text.rc == 0 else None, env.stdout if env.rc == 0 else None
-
-
+@reads("compose_file")
 def test_compose_same_as_head(follower, head, cluster):
-    path, _, mine, _ = files(follower, cluster)
-    heads = files(head, cluster)[2]
+    mine, heads = read(follower, "compose_file"), read(head, "compose_file")
     if mine is None or heads is None:
-        pytest.skip(f"no {path} on {follower.name if mine is None else head.name} to compare (see test_compose_lint)")
-    report(compose.judge_same_as_head(follower.name, head.name, path, mine, heads))
+        not_checked(Code.PREREQUISITE, follower.name if mine is None else head.name, f"no {compose_files(cluster)[0]} to compare",
+                    "the compose file on both nodes", check="test_compose_lint")
+    report(compose.judge_same_as_head(follower.name, head.name, compose_files(cluster)[0], mine, heads))
 
 
+@reads("compose_file", "env_file", "compose_config", "env_vars", "ip_addr", "ib_sysfs")
 def test_compose_lint(node, cluster):
-    compose_path, env_path, text, env = files(node, cluster)
-    report(compose.judge_files(node.name, compose_path, env_path, text, env))
-    config, env_vars = parse("compose_config", text), stack.parse_env(env)
+    compose_path, env_path = compose_files(cluster)
+    report(compose.judge_files(node.name, compose_path, env_path, read(node, "compose_file"), read(node, "env_file")))
+    config, env = read(node, "compose_config"), read(node, "env_vars")
     found = stack.vllm_service(config)
-    args, ray_args = gather.service_args(node, cluster, stack.interpolate(found[1], env_vars) if found else None)
-    ifaces = gather.parsed(node, "ip_j_addr", gather.IP_ADDR)
-    ports = gather.parsed(node, "ib_sysfs", gather.SYSFS_IB)
-    report(compose.judge(cluster, node.spec, config, env_vars, ifaces, ports, args, ray_args))
+    args, ray_args = service_args(node, cluster, stack.interpolate(found[1], env) if found else None)
+    report(compose.judge(cluster, node.spec, config, env, read(node, "ip_addr"), read(node, "ib_sysfs"), args, ray_args))
 
 
+@reads("env_vars")
 def test_env_file(node, cluster):
-    _, env_path, _, env = files(node, cluster)
-    if env is None:
-        pytest.skip(f"no {env_path} on {node.name} (see test_compose_lint)")
-    report(compose.judge_env_file(cluster, node.spec, stack.parse_env(env)))
+    report(compose.judge_env_file(cluster, node.spec, read(node, "env_vars")))
 
 
-def service(node, cluster) -> tuple[str, dict]:
-    """The vllm service of the node's compose file, interpolated with its .env; skipped when there is none."""
-    compose_path, _, text, env = files(node, cluster)
-    if text is None or env is None:
-        pytest.skip(f"no {compose_path} and .env on {node.name} (see test_compose_lint)")
-    found = stack.vllm_service(parse("compose_config", text))
-    if found is None:
-        pytest.skip(f"no vllm service in {compose_path} on {node.name} (see test_compose_lint)")
-    return found[0], stack.interpolate(found[1], stack.parse_env(env))
-
-
-def model_complete(node, cluster) -> bool:
-    """Whether this node's Hugging Face cache holds the whole model (test_model_artifacts' judge finds nothing)."""
-    listing = gather.result(node, gather.model_listing(cluster))
-    index = gather.result(node, gather.snapshot_file(cluster, "model.safetensors.index.json"))
-    return not model.judge_cache(node.name, cluster.deploy.model_id, model.parse_listing(listing.stdout if listing.rc == 0 else ""),
-                                 index.stdout if index.rc == 0 else None)
-
-
+@reads("vllm_service", "model_listing", "model_index")
 def test_compose_offline(node, cluster):
-    name, svc = service(node, cluster)
-    if not model_complete(node, cluster):  # this node's own copy: another node's state does not change what it loads
-        pytest.skip(f"{cluster.deploy.model_id} is not complete on {node.name} (see test_model_artifacts): "
-                    "HF_HUB_OFFLINE=1 is for a model already on the node")
+    name, svc = read(node, "vllm_service")
+    # This node's own copy: another node's state does not change what it loads.
+    if model.judge_cache(node.name, cluster.deploy.model_id, read(node, "model_listing"), read(node, "model_index")):
+        not_checked(Code.PREREQUISITE, node.name, f"{cluster.deploy.model_id} is not complete on the node: HF_HUB_OFFLINE=1 is for "
+                    "a model already there", "the whole model on the node", check="test_model_artifacts")
     report(compose.judge_offline(node.name, name, compose.service_environment(svc)))
 
 
+@reads("vllm_service")
 def test_compose_caches(node, head, cluster):
-    name, svc = service(node, cluster)
-    heads = None if node.name == head.name else compose.cache_mounts(service(head, cluster)[1])
+    name, svc = read(node, "vllm_service")
+    heads = None if node.name == head.name else compose.cache_mounts(read(head, "vllm_service")[1])
     report(compose.judge_caches(node.name, name, compose.cache_mounts(svc), head.name, heads))

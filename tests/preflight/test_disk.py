@@ -4,47 +4,48 @@ when a node reads more than twice as slowly as the fastest or would load the mod
 
 import pytest
 
-from gb10check import gather
-from gb10check.checks import disk, model
-from gb10check.verdict import report
+from gb10check.checks import disk
+from gb10check.gather import DOCKER_ROOT, own_shard_read_rate, peer_shard_read_rate, read, reads
+from gb10check.remedies import Code
+from gb10check.verdict import not_checked, report
 
 pytestmark = pytest.mark.preflight
 
 
-def image_bytes(node, cluster) -> int | None:
+def image_bytes(node) -> int | None:
     """The deployment image's size on the node (docker image inspect's Size), or None when it is not loaded there."""
-    out = gather.result(node, gather.image_inspect(cluster.deploy.image))
-    image, _ = gather.parse_or_error("docker_image_inspect", out.stdout) if out.rc == 0 else (None, None)
+    image = read(node, "image").info
     return int(image.size_gib * disk.GIB) if image is not None and image.size_gib is not None else None
 
 
-def model_total(node, cluster) -> int | None:
-    out = gather.result(node, gather.snapshot_file(cluster, "model.safetensors.index.json"))
-    return disk.index_total_size(out.stdout) if out.rc == 0 else None
-
-
+@reads("disk_free", "model_index", "model_listing", "image")
 def test_disk_space(node, head, cluster):
-    paths = {"the Hugging Face cache": cluster.deploy.hf_cache, "docker's data": gather.DOCKER_ROOT}
-    rows = gather.parsed(node, "df", gather.disk_free(list(paths.values())))
-    by_path = {r.path: r for r in rows if r.avail_bytes is not None}
-    free = {what: (by_path[p].target, by_path[p].avail_bytes) for what, p in paths.items() if p in by_path}
-    if not free:
-        pytest.skip(f"{node.name}: df reported no free space for {', '.join(paths.values())}")
-    total = model_total(node, cluster) or model_total(head, cluster)  # a follower without the model: rank 0's index
-    listing = gather.result(node, gather.model_listing(cluster))
-    present = disk.blob_bytes(model.parse_listing(listing.stdout if listing.rc == 0 else ""))
-    mine, heads = image_bytes(node, cluster), image_bytes(head, cluster)
-    needs = {"the Hugging Face cache": max(0, (total or 0) - present), "docker's data": (heads or 0) if mine is None else 0}
-    report(disk.judge_disk(node.name, free, needs, (total or 0) + (mine or heads or 0)))
+    paths = {"the Hugging Face cache": cluster.deploy.hf_cache, "docker's data": DOCKER_ROOT}
+    by_path = {r.path: r for r in read(node, "disk_free") if r.avail_bytes is not None}
+    missing = [p for p in paths.values() if p not in by_path]
+    if missing:
+        not_checked(Code.GARBLED, node.name, f"df reported no free space for {', '.join(missing)}", "df's figure for each path",
+                    command="df -B1 --output=target,avail PATH", kind="df")
+    free = {what: (by_path[p].target, by_path[p].avail_bytes) for what, p in paths.items()}
+    # A follower without the model: rank 0's index says how much is still to come.
+    total = disk.index_total_size(read(node, "model_index")) or disk.index_total_size(read(head, "model_index"))
+    present = disk.blob_bytes(read(node, "model_listing"))
+    mine, heads = image_bytes(node), image_bytes(head)
+    needs = {"the Hugging Face cache": None if total is None else max(0, total - present),
+             "docker's data": 0 if mine is not None else heads}
+    unknown = {"the Hugging Face cache": (f"the size of {cluster.deploy.model_id} is unknown (no model.safetensors.index.json "
+                                          f"with its total_size on {node.name} or {head.name})",
+                                          "download the model, or at least its model.safetensors.index.json, to the cache"),
+               "docker's data": (f"{cluster.deploy.image} is neither on {node.name} nor on {head.name}: its size is unknown",
+                                 f"load {cluster.deploy.image} on {head.name} (see test_image)")}
+    report(disk.judge_disk(node.name, free, needs, (total or 0) + (mine or heads or 0), unknown))
 
 
+@reads("model_index")
 def test_shard_read_rate(node, cluster):
-    shard, direct, mine, why = gather.shard_read_rate(node)
-    if shard is None:
-        pytest.skip(f"{node.name}: no safetensors shard of {cluster.deploy.model_id} to read (see test_model_artifacts)")
-    if mine is None:
-        pytest.skip(f"{node.name}: dd gave no rate reading {shard}: {why}")
+    direct, mine = own_shard_read_rate(node)
     # The others' direct reads (a cached read measures memory); a node that cannot be read fails its own checks, not this one.
-    rates = [(n.name, r[2]) for n in cluster.by_rank() if (r := gather.peer_shard_read_rate(node, n.name)) and r[1] and r[2] is not None]
-    report(disk.judge_read_rate(node.name, mine, max(rates, key=lambda x: x[1]) if rates else None, model_total(node, cluster),
+    rates = [(n.name, r[2]) for n in cluster.by_rank() if (r := peer_shard_read_rate(node, n.name)) and r[1] and r[2] is not None]
+    model_total = disk.index_total_size(read(node, "model_index"))
+    report(disk.judge_read_rate(node.name, mine, max(rates, key=lambda x: x[1]) if rates else None, model_total,
                                 cluster.deploy.distributed_timeout_s, direct))

@@ -2,20 +2,17 @@
 
 import pytest
 
-from gb10check import gather
 from gb10check.checks import firewall
+from gb10check.gather import read, reads
 from gb10check.verdict import report
 
 pytestmark = pytest.mark.preflight
 
 
+@reads("ufw_status", "ufw_user_rules", "ufw_conf", "ufw_live")
 def test_firewall(node, cluster):
-    status = gather.parsed(node, "ufw_status", gather.UFW_STATUS, sudo=True)
-    if not status.active:
-        print(f"{node.name}: ufw is inactive; nothing filters the QSFP links")  # the judge passes it; -rP shows this
-    rules = gather.parsed(node, "ufw_user_rules", gather.UFW_USER_RULES, sudo=True) if status.active else None
-    conf = gather.output(node, gather.UFW_CONF, sudo=True)  # unreadable: NOT CHECKED, never "not enabled at boot"
-    live = gather.result(node, gather.UFW_LIVE, sudo=True).stdout
+    status = read(node, "ufw_status")
+    rules = read(node, "ufw_user_rules") if status.active else None
     fw = cluster.expect.firewall
-    report(firewall.judge(node.name, status, rules, conf, live, [str(s) for s in fw.sources], fw.ports,
-                          {link.netdev for link in node.spec.links}))
+    report(firewall.judge(node.name, status, rules, read(node, "ufw_conf"), read(node, "ufw_live"), [str(s) for s in fw.sources],
+                          fw.ports, {link.netdev for link in node.spec.links}))

@@ -2,9 +2,8 @@
 
 import pytest
 
-from gb10check import gather
 from gb10check.checks import host
-from gb10check.facts import nvidia
+from gb10check.gather import read, reads
 from gb10check.remote import NodeUnreachable
 from gb10check.verdict import report
 
@@ -12,9 +11,10 @@ pytestmark = pytest.mark.preflight
 
 
 @pytest.mark.network  # the one check that fails for an unreachable node, in either stage; its others are not checked
+@reads("whoami")
 def test_ssh_user(node, cluster):
     try:
-        seen, unreachable = gather.output(node, gather.WHOAMI).strip(), None
+        seen, unreachable = read(node, "whoami"), None
     except NodeUnreachable as exc:
         seen, unreachable = None, str(exc)
     report(host.judge_ssh_user(node.name, cluster.ssh.user, seen, unreachable, node.spec.address,
@@ -22,16 +22,14 @@ def test_ssh_user(node, cluster):
 
 
 def identity(node) -> dict[str, str]:
-    return {"OS image": host.os_release(gather.output(node, gather.OS_RELEASE)),
-            "kernel": gather.output(node, gather.KERNEL).strip(), "architecture": gather.output(node, gather.MACHINE).strip()}
+    return {"OS image": read(node, "os_release"), "kernel": read(node, "kernel"), "architecture": read(node, "machine")}
 
 
+@reads("os_release", "kernel", "machine")
 def test_os_parity(follower, head):
     report(host.judge_parity(follower.name, head.name, identity(follower), identity(head)))
 
 
+@reads("gpu_names")
 def test_gpu_name(node, cluster):
-    if nvidia.nvml_mismatch(gather.text(node, gather.GPU_NAME_QUERY)):
-        pytest.skip(f"{node.name}: cannot ask the GPU its name: NVML driver/library version mismatch (test_driver_parity fails for it)")
-    rows = gather.parsed(node, "nvidia_smi_query", gather.GPU_NAME_QUERY)
-    report(host.judge_gpu_name(node.name, [r.get("name") for r in rows], cluster.expect.gpu_name))
+    report(host.judge_gpu_name(node.name, read(node, "gpu_names"), cluster.expect.gpu_name))

@@ -2,39 +2,30 @@
 
 import pytest
 
-from gb10check import gather
 from gb10check.checks import model
-from gb10check.verdict import report
+from gb10check.gather import read, reads
+from gb10check.remedies import Code
+from gb10check.verdict import not_checked, report
 
 pytestmark = pytest.mark.preflight
 
 
-def snapshot_file(node, cluster, name) -> str | None:
-    out = gather.result(node, gather.snapshot_file(cluster, name))
-    return out.stdout if out.rc == 0 else None
-
-
-def listing(node, cluster) -> model.CacheListing:
-    out = gather.result(node, gather.model_listing(cluster))
-    return model.parse_listing(out.stdout if out.rc == 0 else "")
-
-
+@reads("model_listing", "model_index")
 def test_model_artifacts(node, cluster):
-    report(model.judge_cache(node.name, cluster.deploy.model_id, listing(node, cluster),
-                             snapshot_file(node, cluster, "model.safetensors.index.json")))
+    report(model.judge_cache(node.name, cluster.deploy.model_id, read(node, "model_listing"), read(node, "model_index")))
 
 
+@reads("model_listing")
 def test_model_same_as_head(follower, head, cluster):
-    report(model.judge_same_files(follower.name, head.name, listing(follower, cluster).snapshot(), listing(head, cluster).snapshot()))
+    report(model.judge_same_files(follower.name, head.name, read(follower, "model_listing").snapshot(),
+                                  read(head, "model_listing").snapshot()))
 
 
 def sized(node, cluster):
-    config, index = snapshot_file(node, cluster, "config.json"), snapshot_file(node, cluster, "model.safetensors.index.json")
-    if config is None or index is None:
-        pytest.skip(f"{node.name}: no config.json and index for {cluster.deploy.model_id} to size (see test_model_artifacts)")
-    return model.size(config, index, cluster)
+    return model.size(*read(node, "model_sizing_files"), cluster)
 
 
+@reads("model_sizing_files")
 def test_memory_fit(node, cluster, measurements):
     fit, error = sized(node, cluster)
     if fit is not None:
@@ -42,10 +33,10 @@ def test_memory_fit(node, cluster, measurements):
     report(model.judge_fit(node.name, cluster.deploy.model_id, fit, error))
 
 
+@reads("model_sizing_files", "meminfo")
 def test_memory_available(node, cluster):
     fit, _ = sized(node, cluster)
-    if fit is None or not fit.ok:
-        pytest.skip(f"{node.name}: {cluster.deploy.model_id} does not fit this node at all; free memory will not help "
-                    "(see test_memory_fit)")
-    meminfo = gather.parsed(node, "meminfo", gather.MEMINFO)
-    report(model.judge_available(node.name, meminfo, fit.need_gib, cluster.expect.memory_margin_gib))
+    if fit is None or not fit.ok:  # free memory will not help a model that does not fit the node at all
+        not_checked(Code.PREREQUISITE, node.name, f"{cluster.deploy.model_id} does not fit this node at all",
+                    "a model that fits the node", check="test_memory_fit")
+    report(model.judge_available(node.name, read(node, "meminfo"), fit.need_gib, cluster.expect.memory_margin_gib))

@@ -4,35 +4,28 @@ every node (vLLM copies the head's NCCL_*/GLOO_*/VLLM_* variables to the Ray wor
 
 import pytest
 
-from gb10check import gather
 from gb10check.checks import ray
+from gb10check.gather import read, reads
 from gb10check.verdict import report
 
 pytestmark = pytest.mark.preflight
 
 
-def ray_in_image(node, cluster):
-    """Ray as the deployment image has it on this node; skipped when the image is not there (see test_image)."""
-    d = cluster.deploy
-    if gather.result(node, gather.image_inspect(d.image)).rc != 0:
-        pytest.skip(f"no {d.image} on {node.name} to look into (see test_image)")
-    return gather.parsed(node, "ray_version", gather.ray_version(d.image, d.extra_volumes))
-
-
+@reads("ray_version")
 def test_ray_in_image(ray_cluster, node):
-    report(ray.judge_version(node.name, ray_cluster.deploy.image, ray_in_image(node, ray_cluster)))
+    report(ray.judge_version(node.name, ray_cluster.deploy.image, read(node, "ray_version")))
 
 
+@reads("ray_version")
 def test_ray_same_version_as_head(ray_cluster, follower, head):
-    report(ray.judge_version_same(follower.name, head.name, ray_in_image(follower, ray_cluster), ray_in_image(head, ray_cluster)))
+    report(ray.judge_version_same(follower.name, head.name, read(follower, "ray_version"), read(head, "ray_version")))
 
 
+@reads("ufw_status")
 def test_ray_ports_allowed(ray_cluster, node):
-    status = gather.parsed(node, "ufw_status", gather.UFW_STATUS, sudo=True)
-    report(ray.judge_ports(ray_cluster, node.spec, status))
+    report(ray.judge_ports(ray_cluster, node.spec, read(node, "ufw_status")))
 
 
+@reads("ip_addr", "ib_sysfs")
 def test_ray_names_as_head(ray_cluster, follower):
-    ifaces = gather.parsed(follower, "ip_j_addr", gather.IP_ADDR)
-    ports = gather.parsed(follower, "ib_sysfs", gather.SYSFS_IB)
-    report(ray.judge_names(ray_cluster, follower.spec, ifaces, ports))
+    report(ray.judge_names(ray_cluster, follower.spec, read(follower, "ip_addr"), read(follower, "ib_sysfs")))

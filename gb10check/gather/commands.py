@@ -1,0 +1,142 @@
+"""The commands behind the facts (gb10check/gather/registry.py names them): each a constant or a function of the
+cluster and the node. Test modules hold no command strings; they read facts by name."""
+
+import shlex
+
+from .. import compose, facts
+from ..checks import model
+from ..cluster import Cluster
+
+# `path:value` per file from one grep, not a `cat` per file: a GB10's four RDMA devices hold about 3000 GID-table files.
+# -s: unused table slots refuse to be read (EINVAL) and are not GIDs anyway.
+SYSFS_IB = ("grep -sH '' /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/phys_state "
+            "/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer "
+            "/sys/class/infiniband/*/ports/*/gids/* /sys/class/infiniband/*/ports/*/gid_attrs/types/* "
+            "/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/*")
+IP_ADDR = "ip -j addr"
+DEFAULT_ROUTE = "ip -j route show default"
+IBDEV2NETDEV = "ibdev2netdev"
+MEMINFO = "cat /proc/meminfo"
+OS_RELEASE = "cat /etc/dgx-release 2>/dev/null || cat /etc/os-release"
+KERNEL = "uname -r"
+MACHINE = "uname -m"
+WHOAMI = "id -un"
+PROC_DRIVER = "cat /proc/driver/nvidia/version"
+DRIVER_QUERY = "nvidia-smi --query-gpu=driver_version --format=csv,noheader"
+GPU_NAME_QUERY = "nvidia-smi --query-gpu=name --format=csv"
+GPU_LIST = "nvidia-smi -L"
+UFW_STATUS = "ufw status verbose"
+UFW_USER_RULES = "cat /etc/ufw/user.rules"
+UFW_CONF = "cat /etc/ufw/ufw.conf"
+UFW_LIVE = "iptables -S ufw-user-input"
+CMDLINE = "cat /proc/cmdline"
+BIOS_VERSION = "cat /sys/class/dmi/id/bios_version"
+BIOS_DATE = "cat /sys/class/dmi/id/bios_date"
+# dpkg's Status says `hold ok installed` for a held package: what `apt-mark showhold` lists, without its second of apt cache.
+DRIVER_PACKAGES = "dpkg-query -W -f='${Package} ${Status}\\n' 'nvidia-driver-*' 'libnvidia-compute-*'"
+# What apt makes of every file in apt.conf.d (a blacklist in a drop-in counts as one in 50unattended-upgrades does).
+UNATTENDED_UPGRADES = "apt-config dump Unattended-Upgrade 2>/dev/null || cat /etc/apt/apt.conf.d/50unattended-upgrades"
+REBOOT_REQUIRED = ("if [ -e /var/run/reboot-required ]; then echo present; cat /var/run/reboot-required.pkgs 2>/dev/null; "
+                   "else echo absent; fi")
+# The kernel log since boot, kept to the lines the checks judge (and a note naming its source): journalctl, else dmesg.
+KERNEL_LOG_SIGNS = r"NVRM: Xid|NV_ERR_NO_MEMORY|mlx5_core.*Link down|Out of memory|oom-kill|invoked oom-killer"
+KERNEL_LOG = ("k() { grep -aE " + shlex.quote(KERNEL_LOG_SIGNS) + " | tail -n 300; }; "
+              "if journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -q .; then echo '-- source: journalctl -k -b --'; "
+              "journalctl -k -b -q --no-pager -o short-monotonic | k; elif dmesg >/dev/null 2>&1; then echo '-- source: dmesg --'; "
+              "dmesg | k; else echo '-- source: none --'; fi")
+RDMA_COUNTERS = ("grep -sH '' /sys/class/infiniband/*/ports/*/counters/link_downed /sys/class/infiniband/*/ports/*/counters/symbol_error "
+                 "/sys/class/infiniband/*/ports/*/counters/port_rcv_errors; true")
+NM_PROFILES = ("if ! command -v nmcli >/dev/null 2>&1; then echo '-- nmcli: absent --'; "
+               "elif ! nmcli -t -f UUID,DEVICE connection show >/dev/null 2>&1; then echo '-- NetworkManager: not running --'; "
+               "else nmcli -t -f UUID,DEVICE connection show | while IFS=: read -r uuid dev; do echo \"-- profile $uuid --\"; "
+               "echo \"device:$dev\"; nmcli -t -f connection.id,connection.type,connection.interface-name,connection.autoconnect,"
+               "ipv4.method connection show \"$uuid\"; done; fi")
+IBV_DEVINFO = "ibv_devinfo"
+# Every Mellanox PCI function with its capability blocks (LnkCap / LnkSta need root); -D: the domain always shown.
+LSPCI = "lspci -D -nn -vv -d 15b3:"
+DOCKER_PS = f"docker ps --format '{facts.docker.PS_FORMAT}'"
+# Only when a container runs: `docker stats --no-stream` samples for half a second even when there is nothing to sample.
+DOCKER_STATS = f"ids=$(docker ps -q); [ -z \"$ids\" ] || docker stats --no-stream --format '{facts.docker.STATS_FORMAT}' $ids"
+
+
+def ethtool(netdev: str) -> str:
+    return f"ethtool {shlex.quote(netdev)}"
+
+
+def ethtool_info(netdev: str) -> str:
+    return f"ethtool -i {shlex.quote(netdev)}"
+
+
+def mtu(netdev: str) -> str:
+    return f"cat /sys/class/net/{shlex.quote(netdev)}/mtu"
+
+
+def route_to(ip: str) -> str:
+    return f"ip -j route get {shlex.quote(ip)}"
+
+
+def netplan_mode(path: str) -> str:
+    return f"stat -c %a {shlex.quote(path)}"
+
+
+def cat(path: str) -> str:
+    return f"cat {shlex.quote(path)}"
+
+
+def image_inspect(image: str) -> str:
+    return f"docker image inspect {shlex.quote(image)}"
+
+
+def disk_free(paths: list[str]) -> str:
+    """df -B1 of each path, or of its nearest existing parent (a cache not made yet), each after a `-- df -B1 PATH --` note."""
+    return "; ".join(f"p={shlex.quote(p)}; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; echo \"-- df -B1 {p} --\"; "
+                     "df -B1 --output=target,avail \"$p\"" for p in paths)
+
+
+DOCKER_ROOT = "/var/lib/docker"
+
+# The Ray path (deploy.executor: ray). Ray's version in the image: the CLI the Ray service runs, then the module vLLM
+# imports (both print their errors when Ray is missing: bash's `ray: command not found`, Python's ModuleNotFoundError).
+RAY_VERSION_SCRIPT = "ray --version; python3 -c 'import ray; print(\"ray.__version__=\" + ray.__version__)'"
+# On the head, in its Ray container: `ray status` (the playbook's own check) and the node list with each node's address
+# (ray.nodes(): a driver of the running cluster; it needs no dashboard, which `ray list nodes` does).
+RAY_STATUS = f"docker exec {compose.RAY_CONTAINER_NAME} ray status"
+RAY_NODES_SCRIPT = ('import json, ray; ray.init(address="auto", logging_level="ERROR", log_to_driver=False); '
+                    'print(json.dumps(ray.nodes()))')
+RAY_NODES = f"docker exec {compose.RAY_CONTAINER_NAME} python3 -c {shlex.quote(RAY_NODES_SCRIPT)}"
+
+
+def ray_version(image: str, extra_volumes: list[str]) -> str:
+    """Ray in the deployment image, as the Ray service would find it (its extra volumes; never pulls)."""
+    volumes = "".join(f" -v {shlex.quote(v)}" for v in extra_volumes)
+    return (f"docker run --rm --pull never --entrypoint /bin/bash{volumes} {shlex.quote(image)} -c "
+            f"{shlex.quote(RAY_VERSION_SCRIPT)}")
+
+
+def compose_files(cluster: Cluster) -> tuple[str, str]:
+    d = cluster.deploy
+    return f"{d.workdir}/{d.compose_file}", f"{d.workdir}/.env"
+
+
+def snapshot_file(cluster: Cluster, name: str) -> str:
+    d = model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id)
+    return f"cat {d}/snapshots/*/{name}"
+
+
+READ_MIB = 1024  # how much of one shard the read-rate probe reads (4 MiB blocks)
+
+
+def shard_read(cluster: Cluster) -> str:
+    """dd of the first MiB of the model's first shard (its blob, links followed) to /dev/null with direct I/O, bounded;
+    `-- direct --` or, where the filesystem refuses O_DIRECT, `-- cached --` and a plain read, before dd's summary."""
+    d = model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id)
+    count = READ_MIB // 4
+    return (f"f=$(ls {d}/snapshots/*/*.safetensors 2>/dev/null | head -n 1); [ -n \"$f\" ] || {{ echo '-- no shard --'; exit 0; }}; "
+            "f=$(readlink -f \"$f\"); echo \"-- shard $f --\"; "
+            f"if timeout 60 dd if=\"$f\" of=/dev/null bs=4M count={count} iflag=direct 2>/tmp/gb10check-dd.$$; then echo '-- direct --'; "
+            f"else echo '-- cached --'; timeout 60 dd if=\"$f\" of=/dev/null bs=4M count={count} 2>/tmp/gb10check-dd.$$; fi; "
+            "cat /tmp/gb10check-dd.$$; rm -f /tmp/gb10check-dd.$$")
+
+
+def model_listing(cluster: Cluster) -> str:
+    return model.LISTING.format(dir=model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id))

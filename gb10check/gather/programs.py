@@ -1,0 +1,291 @@
+"""Programs run on the nodes once per run, beside the facts' batch: the canaries (ours, shipped in gb10check/canary/, fed
+to the image's python3), the compute timing run on every node at once, the shard read, the compose dry run, the Ray
+head's views, the clock, ib_write_bw and nccl-tests. Each answers a value or stops its check as NOT CHECKED."""
+
+import base64
+import contextlib
+import json
+import shlex
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .. import canary, compose, facts
+from ..checks.gpu import compute_rate
+from ..cluster import Cluster
+from ..remedies import Code
+from ..remote import RemoteError, RemoteNode
+from ..verdict import Finding, not_checked, report
+from .batch import TIMED_OUT, Output, Unreadable
+from .commands import shard_read
+from .shared import port_lock
+
+def _unfinished(node: RemoteNode, out: Output) -> None:
+    """A command that timed out or failed to run: NOT CHECKED, with the command."""
+    if out.rc == TIMED_OUT:
+        not_checked(Code.COMMAND_TIMEOUT, node.name, f"`{out.command}` did not finish in time", "the command to complete",
+                    command=out.command)
+    detail = (out.stderr or out.stdout).strip().splitlines()
+    not_checked(Code.COMMAND_FAILED, node.name, f"`{out.command}` exited {out.rc}: {detail[-1] if detail else 'no output'}",
+                "the command to succeed", command=out.command)
+
+
+def parsed_output(node: RemoteNode, kind: str, out: Output, ok_codes: tuple[int, ...] = (0,)) -> Any:
+    """An output already had (a command run once per run) read as `parsed` reads one: NOT CHECKED when unreadable."""
+    command = out.command
+    if out.rc == TIMED_OUT:
+        _unfinished(node, out)
+    body = out.stdout + (out.stderr if out.rc not in ok_codes else "")
+    try:
+        return facts.parse(kind, body)
+    except facts.ParseError as exc:
+        if out.rc not in ok_codes:  # the command itself failed (missing tool, sudo refused): say that, not "garbled"
+            _unfinished(node, out)
+        report([Finding(Code.GARBLED, node.name, f"{exc} (exit {out.rc})", f"{facts.KINDS[kind].what} output",
+                        command=command, kind=kind)])
+
+
+def parse_or_error(kind: str, text: str) -> tuple[Any, str | None]:
+    """(facts, None), or (None, why) when the text is not that tool's output: for runs whose unreadable output is a finding."""
+    try:
+        return facts.parse(kind, text), None
+    except facts.ParseError as exc:
+        return None, str(exc)
+
+@dataclass
+class DryRun:
+    """The service's command run on the node with a stub `vllm`: the arguments vllm would get, or None."""
+
+    command: str
+    rc: int
+    args: list[str] | None
+    output: str
+
+    @property
+    def could_not_run(self) -> bool:
+        return self.args is None and self.rc in compose.DRY_RUN_CANNOT_RUN
+
+
+def compose_dry_run(node: RemoteNode, service: dict, program: str = "vllm") -> DryRun | None:
+    """Run the (interpolated) service's command on the node itself, never on the runner; None if it has no command."""
+    command = compose.dry_run_command(service, program=program)
+    if command is None:
+        return None
+    out = node.run(command, timeout=compose.DRY_RUN_TIMEOUT_S + 10)
+    return DryRun(command, out.rc, compose.parse_dry_run(out.stdout), (out.stdout + out.stderr).strip())
+
+
+def vllm_args(node: RemoteNode, service: dict, program: str = "vllm") -> list[str] | None:
+    """The arguments the service's command gives `vllm` (or `ray`) on this node; NOT CHECKED if the dry run could not run."""
+    dry = compose_dry_run(node, service, program)
+    if dry is not None and dry.could_not_run:
+        shown = " ".join(str(a) for a in [*(service.get("entrypoint") or []), *(service.get("command") or [])])[:200]
+        not_checked(Code.DRY_RUN_FAILED, node.name, f"the dry run exited {dry.rc}: {dry.output[-200:] or 'no output'}",
+                    f"the service's command to reach `{program}` within the dry run's time", command=shown)
+    return dry.args if dry else None
+
+
+def ray_head_output(head: RemoteNode, command: str) -> Output | None:
+    """`command` (RAY_STATUS, RAY_NODES) in rank 0's Ray container, once per run (read it with `parsed_output`); None when
+    no Ray container runs there (Ray not started yet: these checks are for after `ray start`)."""
+    out = head.fleet.once(head.name, command, max(head.fleet.cluster.ssh.command_timeout_s, 60))
+    said = out.stdout + out.stderr
+    if out.rc != 0 and ("No such container" in said or "is not running" in said):
+        return None
+    return out
+
+
+def service_args(node: RemoteNode, cluster: Cluster, service: dict | None) -> tuple[list[str] | None, list[str] | None]:
+    """(what `vllm` gets, what `ray` gets) from the (interpolated) service, each by a dry run on the node: for mp the
+    command's vllm and no ray; for Ray the serve script's vllm (x-gb10check-serve) and the command's `ray start`."""
+    if service is None:
+        return None, None
+    if not cluster.uses_ray:
+        return vllm_args(node, service), None
+    serve = compose.serve_service(service)
+    return (vllm_args(node, serve) if serve else None), vllm_args(node, service, program="ray")
+
+
+# ---- canary programs: ours, shipped in gb10check/canary/, fed to the image's python3 (or deploy.canary_python) -------
+
+SMI_SAMPLE = ("nvidia-smi -i 0 --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active "
+              "--format=csv,noheader,nounits -lms 500")
+SAMPLES_MARK = "--- gb10check: nvidia-smi samples ---"
+
+
+def program(cluster: Cluster, name: str, *args: str, gpus: bool = True) -> tuple[str, str]:
+    """(command, what to show for it): the program's text travels base64-encoded inside the command and is fed to the
+    image's python3 on stdin (`docker run -i`), or to deploy.canary_python on the node."""
+    d = cluster.deploy
+    encoded = base64.b64encode(canary.source(name).encode()).decode()
+    tail = " ".join(shlex.quote(a) for a in ("-", *args))
+    if d.canary_python:
+        runner = f"{shlex.quote(d.canary_python)} {tail}"
+    else:
+        volumes = "".join(f" -v {shlex.quote(v)}" for v in d.extra_volumes)
+        runner = f"docker run --rm -i --pull never{' --gpus all' if gpus else ''}{volumes} {shlex.quote(d.image)} python3 {tail}"
+    return f"echo {encoded} | base64 -d | {runner}", f"{runner} < gb10check/canary/{name}.py"
+
+
+def compute_command(cluster: Cluster) -> tuple[str, str]:
+    """The matmul timing program with nvidia-smi sampling GPU 0 every 500 ms in the background while it runs."""
+    run, shown = program(cluster, "matmul", "--seconds", f"{cluster.expect.compute_seconds:g}")
+    command = (f'd=$(mktemp -d) || exit 1; {SMI_SAMPLE} >"$d/smi" 2>&1 & s=$!; {run}; rc=$?; kill $s 2>/dev/null; '
+               f"wait $s 2>/dev/null; echo '{SAMPLES_MARK}'; echo '$ {SMI_SAMPLE}'; cat \"$d/smi\"; rm -rf \"$d\"; exit $rc")
+    return command, f"{shown} (with `{SMI_SAMPLE}` in the background)"
+
+
+def program_json(out: Output) -> dict:
+    """The program's JSON line (before nvidia-smi's samples, where it has them); Unreadable if it printed none."""
+    shown = out.command
+    lines = out.stdout.split(SAMPLES_MARK)[0].splitlines()
+    for line in reversed(lines):
+        if line.startswith("{"):
+            try:
+                found = json.loads(line)
+            except ValueError:
+                break
+            if isinstance(found, dict) and found.get("error"):
+                raise Unreadable(f"`{shown}` exited {out.rc}: {found['error'][:300]}", Code.COMMAND_FAILED, "the program to run")
+            if isinstance(found, dict):
+                return found
+            break
+    if out.rc == TIMED_OUT:
+        raise Unreadable(f"`{shown}` did not finish in time", Code.COMMAND_TIMEOUT, "the command to complete")
+    detail = (out.stderr or out.stdout.split(SAMPLES_MARK)[0]).strip().splitlines()
+    raise Unreadable(f"`{shown}` exited {out.rc} without its JSON line: {detail[-1][:300] if detail else 'no output'}",
+                     Code.COMMAND_FAILED, "the program's JSON line")
+
+
+def _program_json(node: RemoteNode, out: Output, shown: str) -> dict:
+    """The program's JSON line; NOT CHECKED (with the command as shown and its last lines) if it printed none."""
+    try:
+        return program_json(Output(shown, out.rc, out.stdout, out.stderr))
+    except Unreadable as exc:
+        not_checked(exc.code, node.name, exc.why, exc.expected, command=shown)
+
+
+def canary_timeout(cluster: Cluster, name: str) -> float:
+    return max(cluster.ssh.command_timeout_s, {"nccl": 120, "kernels": 180}[name])
+
+
+@dataclass
+class ComputeRun:
+    result: dict  # the matmul program's JSON line
+    samples: list[dict] | None  # nvidia_smi_query rows of GPU 0 while it ran; None: sampling gave none
+    samples_error: str | None  # why there are none (nvidia-smi's own words)
+
+
+def _compute_of(node: RemoteNode, out: Output, shown: str) -> ComputeRun:
+    result = _program_json(node, out, shown)
+    samples_text = out.stdout.split(SAMPLES_MARK, 1)[1] if SAMPLES_MARK in out.stdout else ""
+    rows, why = parse_or_error("nvidia_smi_query", samples_text)
+    if rows is None:
+        body = [l for l in samples_text.splitlines() if l.strip() and not l.startswith("$ ")]
+        why = body[0][:200] if body else "no samples"
+    return ComputeRun(result, rows, why)
+
+
+def compute_timeout(cluster: Cluster) -> float:
+    return max(cluster.ssh.command_timeout_s, cluster.expect.compute_seconds + 180)
+
+
+def compute(node: RemoteNode) -> ComputeRun:
+    """This node's run of the timing program (every node runs it once per run, all nodes at the same time)."""
+    cluster = node.fleet.cluster
+    command, shown = compute_command(cluster)
+    got = node.fleet.at_once(command, compute_timeout(cluster))[node.name]
+    if isinstance(got, RemoteError):
+        raise got
+    return _compute_of(node, got, shown)
+
+
+def fastest_compute(node: RemoteNode) -> tuple[str, float] | None:
+    """(node, TFLOP/s) of the fastest node whose timing program gave a figure; None if none did."""
+    cluster = node.fleet.cluster
+    command, shown = compute_command(cluster)
+    figures = []
+    for name, out in node.fleet.at_once(command, compute_timeout(cluster)).items():
+        if isinstance(out, Output):
+            with contextlib.suppress(BaseException):
+                figures.append((name, compute_rate(_compute_of(node.fleet.node(name), out, shown).result)))
+    return max(figures, key=lambda f: f[1]) if figures else None
+
+
+def shard_read_rate(node: RemoteNode) -> tuple[str | None, bool, float | None, str]:
+    """(shard, direct I/O?, bytes/s, what dd said) of this node's bounded read of one model shard, once per run."""
+    cluster = node.fleet.cluster
+    out = node.fleet.once(node.name, shard_read(cluster), 150)
+    shard = next((line[len("-- shard "):-3] for line in out.stdout.splitlines() if line.startswith("-- shard ")), None)
+    run, why = parse_or_error("dd", out.stdout)
+    return shard, "-- direct --" in out.stdout, run.bytes_per_s if run else None, why or ""
+
+
+def own_shard_read_rate(node: RemoteNode) -> tuple[bool, float]:
+    """(direct I/O?, bytes/s) of this node's shard read; NOT CHECKED when there is no shard or dd gave no rate."""
+    shard, direct, rate, why = shard_read_rate(node)
+    if shard is None:
+        not_checked(Code.PREREQUISITE, node.name, f"no safetensors shard of {node.fleet.cluster.deploy.model_id} to read",
+                    "a shard of the model on the node", check="test_model_artifacts")
+    if rate is None:
+        not_checked(Code.GARBLED, node.name, f"dd gave no rate reading {shard}: {why}", "dd's summary line",
+                    command=f"dd if={shard} of=/dev/null bs=4M iflag=direct", kind="dd")
+    return direct, rate
+
+
+def peer_shard_read_rate(node: RemoteNode, name: str) -> tuple[str | None, bool, float | None, str] | None:
+    """Another node's shard_read_rate for a comparison; None when that node could not be reached or read."""
+    try:
+        return shard_read_rate(node.fleet.node(name))
+    except RemoteError:
+        return None
+
+
+def clock_offset(node: RemoteNode) -> tuple[float, float]:
+    """(the node's clock minus the runner's, half the round trip): read live, after the connection is up (a gathered
+    time would be stale, and the skew must not include the SSH handshake)."""
+    node.output("true")
+    before = time.time()
+    remote = float(node.output("date +%s.%N"))
+    after = time.time()
+    return remote - (before + after) / 2, (after - before) / 2
+
+
+def ib_write_bw(lp, expect) -> Output:
+    """ib_write_bw's server on lp.b's link, its client on lp.a's over the link's device and GID: the client's output."""
+    duration, gid = expect.ib_write_bw_duration_s, expect.roce_gid_index
+    # One port per link of the server node: the links of one pair can run at once under xdist.
+    port = expect.perftest_port + [l.netdev for l in lp.b.links].index(lp.b_link.netdev)
+    log = f"/tmp/gb10check-ibw-{port}.log"
+    with port_lock(lp.b.name, port):  # never two listeners on one node and port: another link's server, the probes
+        lp.b.run(f"nohup timeout {duration + 60} ib_write_bw -d {shlex.quote(lp.b_link.rdma_device)} -x {gid} -p {port} "
+                 f"-D {duration} -F --report_gbits > {log} 2>&1 &")
+        try:
+            for _ in range(30):  # the server prints its banner once it listens
+                if "Waiting for client" in lp.b.run(f"cat {log}").stdout:
+                    break
+                time.sleep(0.1)
+            out = lp.a.run(f"ib_write_bw -d {shlex.quote(lp.a_link.rdma_device)} -x {gid} -p {port} -D {duration} -F "
+                           f"--report_gbits {lp.b_link.ip}", timeout=duration + 30)
+        finally:
+            lp.b.run(f"pkill -f 'ib_write_bw .*-p {port} ' || true")  # the server is always cleaned up
+    return Output("ib_write_bw", out.rc, out.stdout, out.stderr)
+
+
+NCCL_TOOLS = ("mpirun", "all_gather_perf")
+
+
+def nccl_all_gather(cluster: Cluster, head: RemoteNode) -> tuple[list[str], str, str, Output | None]:
+    """(tools missing on rank 0, the HCA list, the command, its output): nccl-tests' all_gather_perf across every node
+    through mpirun from rank 0, or no run when a tool is missing."""
+    missing = [tool for tool in NCCL_TOOLS if head.run(f"command -v {tool}").rc != 0]
+    nodes = cluster.by_rank()
+    hosts = ",".join(f"{n.links[0].ip}:1" for n in nodes)
+    hca = "=" + ",".join(l.rdma_device for l in cluster.head.links if l.rdma_device)
+    command = (f"mpirun -np {len(nodes)} -H {hosts} -x NCCL_DEBUG=INFO -x NCCL_IB_HCA={hca} "
+               f"-x NCCL_IB_GID_INDEX={cluster.expect.roce_gid_index} -x NCCL_SOCKET_IFNAME={cluster.head.links[0].netdev} "
+               "all_gather_perf -b 1G -e 1G -f 2")
+    if missing:
+        return missing, hca, command, None
+    out = head.run(command, timeout=600)
+    return [], hca, command, Output(command, out.rc, out.stdout, out.stderr)
