@@ -122,14 +122,16 @@ def test_under_xdist_the_facts_are_gathered_once_for_all_workers_and_removed_at_
 
     cluster = local_cluster(tmp_path)
     run_id = f"selftest{tmp_path.name}"
+    gather.remove_shared(run_id)  # what an earlier self-test run under the same name may have left
     calls = []
     first, second = Fleet(cluster), Fleet(cluster)
     first.run_id = second.run_id = run_id
     assert Fleet(cluster).run_id is None  # not a worker: nothing shared (an inherited PYTEST_XDIST_TESTRUNUID is not read)
     real = Fleet._gather_node
     monkeypatch.setattr(Fleet, "_gather_node", lambda self, node: calls.append(node.name) or real(self, node))
-    a = first.facts("thinkstationpgx-30")[(gather.KERNEL, False)]
-    b = second.facts("thinkstationpgx-30")[(gather.KERNEL, False)]
+    first.wanted = second.wanted = {"kernel"}  # what the plugin sets from the run's @reads
+    a = first.facts("thinkstationpgx-30")[("kernel", None)]
+    b = second.facts("thinkstationpgx-30")[("kernel", None)]
     assert calls == ["thinkstationpgx-30"]  # gathered once
     assert (b.rc, b.stdout) == (a.rc, a.stdout) == (0, os.uname().release + "\n")
     shared = gather.shared_path(run_id, "facts")
@@ -154,9 +156,9 @@ def test_the_stale_container_look_comes_before_the_runs_own_containers(tmp_path)
     assert log.read_text().split() == ["other", "look", "probe"]
     # the suite's own facts: every container they start is held behind the look
     cluster = load_cluster(REPO / "cluster.example.yaml")
-    user = gather.node_fact_commands(cluster, cluster.by_rank()[0])[False]
-    starters = [c for c in user + list(gather.optional_facts(cluster, set(gather.CONTAINER_CANARIES)))
-                if gather.starts_container(c)]
+    batch = gather.registry.batch_commands(cluster, cluster.by_rank()[0], set(gather.FACTS))
+    user = [command for command, sudo in batch.values() if not sudo]
+    starters = {fact for (fact, _), (command, sudo) in batch.items() if gather.starts_container(command)}
     assert set(gather.LOOK_FIRST) <= set(user)
-    assert gather.container.gpu_probe(cluster.deploy.image, cluster.deploy.extra_volumes) in starters
-    assert len(starters) == 1 + len(gather.CONTAINER_CANARIES) + cluster.uses_ray
+    assert starters == {"gpu_probe", "canary_nccl", "canary_kernels", *(["ray_version"] if cluster.uses_ray else [])}
+    assert all(not batch[(f, None)][1] for f in starters)  # in the user's batch, where LOOK_FIRST holds them back

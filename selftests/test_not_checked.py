@@ -20,21 +20,43 @@ REPO = Path(__file__).resolve().parent.parent
 
 CHECKS = '''
 import pytest
-from gb10check.gather import parsed
+from gb10check.gather import read, reads
+from gb10check.gather.registry import FACTS, Fact, const, parser
 
 pytestmark = pytest.mark.preflight
 
+# Facts of this bed only, each made unreadable one way.
+for fact in (Fact("bed_garbled", "a meminfo that is not one", const("echo 'MemTotal: lots'"), parser("meminfo"), parse_kind="meminfo"),
+             Fact("bed_slow", "a command that runs over", const("sleep 5"), lambda out: out.stdout),
+             Fact("bed_failing", "a file that is not there", const("cat /nonexistent/gb10check"), lambda out: out.stdout),
+             Fact("bed_tool", "a tool that is not installed", const("gb10check-no-such-tool --version"), lambda out: out.stdout,
+                  tool="gb10check-no-such-tool", package="gb10check-bed-package")):
+    FACTS[fact.name] = fact
 
+
+@reads("bed_garbled")
 def test_garbled(node):
-    parsed(node, "meminfo", "echo 'MemTotal: lots'")
+    read(node, "bed_garbled")
 
 
+@reads("bed_slow")
 def test_timeout(node):
-    node.run("sleep 5")
+    read(node, "bed_slow")
 
 
+@reads("bed_failing")
 def test_failed_command(node):
-    node.output("cat /nonexistent/gb10check")
+    read(node, "bed_failing")
+
+
+@reads("bed_tool")
+def test_tool_missing(node):
+    read(node, "bed_tool")
+
+
+@reads("bed_tool")
+def test_undeclared(node):
+    read(node, "kernel")  # not declared: an error of the suite, never a verdict on the node
 '''
 
 
@@ -83,10 +105,11 @@ def test_unreachable_node_fails_once_and_its_other_checks_are_not_checked(sshd, 
                 f"unreachable at 127.0.0.2: Connection refused; expected an SSH session\n  check by hand: ssh {sshd.user}@127.0.0.2 "
                 f"-p {sshd.port} true") in section
     assert "During handling of the above exception" not in out
-    # The reachable node has no nvidia-smi: we could not ask it, which is not a fault of the GPU.
-    assert (f"tests/preflight/test_identity.py::test_gpu_name[{head}]\n  [command-failed] {head}: could not check: "
-            "`nvidia-smi --query-gpu=name --format=csv` exited 127: ") in section
-    assert f"check by hand: run `nvidia-smi --query-gpu=name --format=csv` on {head} by hand and read its error" in section
+    # The reachable node has no nvidia-smi: we could not ask it, which is not a fault of the GPU; the tool is named.
+    assert (f"tests/preflight/test_identity.py::test_gpu_name[{head}]\n  [tool-missing] {head}: could not check: "
+            "`nvidia-smi` is not installed") in section
+    assert (f"check by hand: install the NVIDIA driver's utilities (nvidia-utils-<version>, installed with the driver) on {head} "
+            "(it provides `nvidia-smi`)") in section
     assert f"PASSED tests/preflight/test_identity.py::test_ssh_user[{head}]" in out
     assert "3 not checked" in out.splitlines()[-1] and "1 failed" in out.splitlines()[-1]
 
@@ -101,11 +124,15 @@ def test_each_cause_is_reported_as_not_checked_with_the_command(sshd, tmp_path):
     run = run_suite("-c", str(REPO / "pytest.ini"), "--rootdir", str(suite), str(suite), f"--cluster={path}", "-k", head, cwd=suite)
     out = run.stdout
     assert run.returncode == 1, out + run.stderr  # not checked is never a pass
-    assert "3 not checked" in out.splitlines()[-1] and "failed" not in out.splitlines()[-1], out
+    assert "4 not checked" in out.splitlines()[-1] and "1 failed" in out.splitlines()[-1], out
     section = out[out.index("gb10check: NOT CHECKED"):]
     assert "[garbled-output]" in section and "check by hand: run `echo 'MemTotal: lots'`" in section
     assert "[command-timeout]" in section and "sleep 5" in section and "raise ssh.command_timeout_s" in section
     assert "[command-failed]" in section and "cat /nonexistent/gb10check" in section and "No such file" in section
+    assert ("[tool-missing] " in section and "`gb10check-no-such-tool` is not installed" in section
+            and "install gb10check-bed-package on" in section)
+    # Reading a fact the check did not declare is the suite's error, not a verdict on the node.
+    assert "FAILED test_causes.py::test_undeclared" in out and "the check read fact 'kernel' without declaring it" in out
     status = yaml.safe_load((tmp_path / ".gb10check-status.json").read_text()) if (tmp_path / ".gb10check-status.json").exists() else None
     assert status is None  # preflight alone records no stage verdict
 

@@ -108,13 +108,25 @@ def test_failed_command_names_node_and_status(sshd):
         node.output("ls /nonexistent")
 
 
-def test_sudo_never_prompts(sshd):
+def test_sudo_never_prompts(sshd, monkeypatch):
     node = make_node(sshd)
     if not shutil.which("sudo"):
         pytest.skip("sudo is not installed on this machine")
+    monkeypatch.setattr(RemoteNode, "is_root", False)  # the path of a user who is not root (this bed logs in as root)
     result = node.run("id -u", sudo=True)
     assert result.command.startswith(b"sudo -n ")
     assert result.stdout.strip() == "0"
+
+
+def test_a_root_login_runs_root_commands_without_sudo(sshd):
+    """Root needs no sudo: a node reached as root, with sudo not installed, still runs its root commands."""
+    node = make_node(sshd)
+    if sshd.user != "root":
+        pytest.skip("the loopback sshd logs in as the user running the self-tests, who is not root")
+    assert node.is_root
+    result = node.run("id -u; command -v sudo >/dev/null || echo no-sudo-needed", sudo=True)
+    assert result.command.startswith(b"/bin/sh -c ") and b"sudo" not in result.command.split(b"'")[0]
+    assert result.stdout.splitlines()[0] == "0"
 
 
 def test_arguments_are_quoted(sshd):

@@ -58,6 +58,7 @@ class Fact:
     timeout: Callable[[Cluster], float] | None = None  # longer than ssh.command_timeout_s
     parse_kind: str | None = None  # the parser kind (facts.KINDS), for `gb10check parse` and the GARBLED remedy
     shown: Callable[[Cluster], str] | None = None  # the command as people read it (a program travels base64-encoded)
+    when: Callable[[Cluster], bool] | None = None  # gathered only for clusters where it applies (Ray's, for the Ray path)
 
     def needed(self, cluster: Cluster) -> tuple[str, ...]:
         return self.needs(cluster) if callable(self.needs) else self.needs
@@ -373,7 +374,7 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
        shown=lambda cl: programs.program(cl, "kernels")[1]),
     _f("ray_version", "Ray in the deployment image",
        lambda cl, n, a: c.ray_version(cl.deploy.image, cl.deploy.extra_volumes), lambda out: facts.parse("ray_version", out.stdout + (out.stderr if out.rc else "")), ok_exits=ANY_EXIT,
-       needs=("image_present",), parse_kind="ray_version"),
+       needs=("image_present",), parse_kind="ray_version", when=lambda cl: cl.uses_ray),
 ]}
 
 
@@ -393,7 +394,7 @@ def batch_commands(cluster: Cluster, node: Node, names) -> dict[tuple[str, Any],
     out = {}
     for name in sorted(closure(names, cluster)):
         fact = FACTS[name]
-        if fact.command is not None:
+        if fact.command is not None and (fact.when is None or fact.when(cluster)):
             out.update({(name, arg): (fact.command(cluster, node, arg), fact.sudo) for arg in fact.args(cluster, node)})
     return out
 
