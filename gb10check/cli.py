@@ -3,6 +3,8 @@
 import argparse
 import contextlib
 import json
+import os
+from pathlib import Path
 import signal
 import sys
 
@@ -33,6 +35,21 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_record(args: argparse.Namespace) -> int:
+    from .gather import recording
+
+    path = cluster_file(args.cluster)
+    got = recording.record(cluster_from(args.cluster), Path(path).read_text(), args.source or f"gb10check record of {path}")
+    fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(got, f, indent=1, sort_keys=True)
+        f.write("\n")
+    unreachable = [name for name, got in got["facts"].items() if isinstance(got, dict)]
+    print(f"recorded {sum(len(v) for v in got['facts'].values() if isinstance(v, list))} facts of "
+          f"{len(got['facts'])} nodes in {args.output}" + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""))
+    return 1 if unreachable else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gb10check", description="Checks for vLLM tensor parallelism across GB10 machines.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -41,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="file to read; - or nothing for standard input")
     p.add_argument("--list", action="store_true", help="list the kinds")
     p.set_defaults(func=cmd_parse)
+    p = sub.add_parser("record", help="gather every fact the checks can read from every node once and write it as JSON "
+                                      "(what `gb10check` saw; the self-tests replay such recordings)")
+    p.add_argument("--cluster", help="cluster definition (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("-o", "--output", required=True, help="the JSON file to write (mode 600: it holds the nodes' .env)")
+    p.add_argument("--source", default="", help="where the recording comes from, written into it")
+    p.set_defaults(func=cmd_record)
     p = sub.add_parser("size", help="will a checkpoint fit a node's unified memory? (offline, from config.json and the index)")
     p.add_argument("--config", required=True, help="the model's config.json")
     p.add_argument("--index", required=True, help="its model.safetensors.index.json")

@@ -80,6 +80,61 @@ def stripped(out: Output) -> str:
     return out.stdout.strip()
 
 
+def matching(kind: str, pattern: str, what: str) -> Callable[[Output], str]:
+    """The output's text, stripped, when every line matches `pattern`; else garbled."""
+    rule = re.compile(pattern)
+
+    def read(out: Output) -> str:
+        lines = out.stdout.strip().splitlines()
+        if not lines or not all(rule.fullmatch(line.strip()) for line in lines):
+            raise facts.ParseError(kind, what, out.stdout)
+        return out.stdout.strip()
+
+    return read
+
+
+def cmdline(out: Output) -> str:
+    """/proc/cmdline: one line of boot parameters, some of them KEY=value."""
+    text = out.stdout.strip()
+    if "\n" in text or not any("=" in token for token in text.split()):
+        raise facts.ParseError("/proc/cmdline", "one line of boot parameters (root=... quiet ...)", out.stdout)
+    return text
+
+
+def os_image(out: Output) -> str:
+    """os-release's (or dgx-release's) KEY=value lines, named by host.os_release."""
+    if not re.search(r'^[A-Z_]+=', out.stdout, re.M):
+        raise facts.ParseError("os-release", "KEY=value lines (PRETTY_NAME=..., DGX_OTA_VERSION=...)", out.stdout)
+    return os_release(out.stdout)
+
+
+def docker_version(out: Output) -> tuple[int, str]:
+    """(exit, what docker said): its errors are facts for the judge; a success must print a version."""
+    if out.rc == 0 and not re.fullmatch(r"\d+\.\d+\S*", out.stdout.strip()):
+        raise facts.ParseError("docker version", "the server's version (e.g. 28.3.3)", out.stdout)
+    return out.rc, out.stdout + out.stderr
+
+
+def docker_ps(out: Output) -> str:
+    facts.docker.parse_ps(out.stdout)  # refuses a line that is not NAME<TAB>IMAGE<TAB>STATE<TAB>STATUS
+    return out.stdout
+
+
+def docker_stats(out: Output) -> str:
+    if any(line.strip() and line.count("\t") != 1 for line in out.stdout.splitlines()):
+        raise facts.ParseError("docker stats", "NAME<TAB>MEM USAGE lines (docker stats --format ...)", out.stdout)
+    return out.stdout
+
+
+def live_chain(out: Output) -> str:
+    """`iptables -S ufw-user-input`: its rules; empty when the chain does not exist (ufw inactive)."""
+    if out.rc == 1 and re.search(r"No chain/target/match|chain .* does not exist", out.stderr, re.I):
+        return ""
+    if out.rc != 0:
+        raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
+    return matching("iptables -S", r"-[NAP] \S+.*", "-N/-A/-P rule lines")(out)
+
+
 def both(out: Output) -> str:
     """stdout and stderr together: for outputs whose errors are facts too (nvidia-smi's NVML mismatch)."""
     return out.stdout + out.stderr
@@ -94,13 +149,24 @@ def file_or_absent(out: Output) -> str | None:
     raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
 
 
+def json_file_or_absent(out: Output) -> str | None:
+    """A JSON file's text (checked to be JSON); None when it does not exist."""
+    text = file_or_absent(out)
+    if text is not None:
+        try:
+            json.loads(text)
+        except ValueError:
+            raise facts.ParseError(out.command, "a JSON document", text) from None
+    return text
+
+
 def json_list(out: Output) -> list:
     try:
         got = json.loads(out.stdout)
     except ValueError as exc:
-        raise facts.ParseError(f"not JSON: {exc}") from None
+        raise facts.ParseError(out.command, "JSON", out.stdout) from None
     if not isinstance(got, list):
-        raise facts.ParseError(f"expected a JSON list, got {type(got).__name__}")
+        raise facts.ParseError(out.command, "a JSON list", out.stdout)
     return got
 
 
@@ -117,7 +183,17 @@ def gpu_list(out: Output) -> str:
     if out.rc != 0:
         raise Unreadable(f"nvidia-smi fails on the host itself ({last_line(out)}): a container cannot do better",
                          Code.PREREQUISITE, check="test_driver_parity")
-    return out.stdout
+    return matching("nvidia-smi -L", r"GPU \d+: .*|\s*MIG .*", "`GPU N: NAME (UUID: ...)` lines")(out)
+
+
+def installed_driver(smi_query: str) -> str:
+    """The user-mode driver's version from nvidia-smi's answer; the driver's own check says why there is none."""
+    from ..checks.host import installed_driver as version
+
+    found = version(smi_query)
+    if found is None:
+        raise Unreadable("nvidia-smi reports no driver version", Code.PREREQUISITE, check="test_driver_parity")
+    return found
 
 
 @dataclass(frozen=True)
@@ -159,11 +235,17 @@ def compose_config(text: str | None) -> dict:
 def env_vars(env: str | None) -> dict[str, str]:
     if env is None:
         raise Unreadable("no .env on the node", Code.PREREQUISITE, check="test_compose_lint")
+    odd = [line for line in env.splitlines() if line.strip() and not line.strip().startswith("#") and "=" not in line]
+    if odd:
+        raise facts.ParseError(".env", "KEY=value lines and comments", "\n".join(odd))
     return stack.parse_env(env)
 
 
 def vllm_service(config: dict, env: dict[str, str]) -> tuple[str, dict]:
     """(name, the service interpolated with the node's .env) of the compose file's vllm service."""
+    if not env:
+        raise Unreadable("the .env sets no variable to interpolate the compose file with", Code.PREREQUISITE,
+                         check="test_env_file")
     found = stack.vllm_service(config)
     if found is None:
         raise Unreadable("no vllm service in the compose file", Code.PREREQUISITE, check="test_compose_lint")
@@ -219,8 +301,13 @@ def driver_packages(out: Output) -> list:
 
 
 def unattended(out: Output):
-    """apt's Unattended-Upgrade settings; None when neither apt-config nor the file answers (not installed)."""
-    return facts.parse("unattended_upgrades", out.stdout) if out.rc == 0 else None
+    """apt's Unattended-Upgrade settings; None when there are none (apt-config prints none, and there is no
+    50unattended-upgrades: unattended-upgrades is not installed)."""
+    if out.rc == 1 and "No such file" in out.stderr:
+        return None
+    if out.rc != 0:
+        raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
+    return facts.parse("unattended_upgrades", out.stdout) if out.stdout.strip() else None
 
 
 def route_dev(out: Output) -> tuple[str | None, str]:
@@ -228,17 +315,19 @@ def route_dev(out: Output) -> tuple[str | None, str]:
     if out.rc == 0:
         routes = json_list(out)
         if not routes:
-            raise facts.ParseError("ip -j route get printed no route")
+            raise facts.ParseError(out.command, "one route", out.stdout)
         return routes[0].get("dev"), ""
     return None, out.stderr.strip()
 
 
 def listing(out: Output):
-    """The model's cache listing; an empty listing when its folder does not exist (cd failed)."""
+    """The model's cache listing (`f MODE SIZE PATH` and `l PATH TARGET` lines); empty when its folder does not exist."""
     if out.rc != 0:
         if "can't cd" in out.stderr or "No such file" in out.stderr:
             return model.parse_listing("")
         raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
+    if any(line.strip() and not re.match(r"(f \d+ \d+|l) \./", line) for line in out.stdout.splitlines()):
+        raise facts.ParseError("model listing", "`f MODE SIZE ./PATH` and `l ./PATH TARGET` lines (find -printf)", out.stdout)
     return model.parse_listing(out.stdout)
 
 
@@ -246,7 +335,7 @@ def reboot_flag(out: Output) -> str:
     """`present` and the packages that asked for the reboot, or `absent`."""
     first = out.stdout.strip().splitlines()[0].strip() if out.stdout.strip() else ""
     if first not in ("present", "absent"):
-        raise facts.ParseError(f"expected 'present' or 'absent' first, got {first[:60]!r}")
+        raise facts.ParseError("reboot-required", "'present' or 'absent' first", out.stdout)
     return out.stdout
 
 
@@ -254,7 +343,7 @@ def integer(out: Output) -> int:
     try:
         return int(out.stdout.strip())
     except ValueError:
-        raise facts.ParseError(f"not a number: {out.stdout.strip()[:60]!r}") from None
+        raise facts.ParseError(out.command, "a number", out.stdout) from None
 
 
 def runtime(out: Output) -> tuple[int, str]:
@@ -283,14 +372,15 @@ NVIDIA_UTILS = "the NVIDIA driver's utilities (nvidia-utils-<version>, installed
 
 FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("whoami", "the SSH user's name", const(c.WHOAMI), stripped),
-    _f("os_release", "the OS image", const(c.OS_RELEASE), lambda out: os_release(out.stdout)),
-    _f("kernel", "the running kernel", const(c.KERNEL), stripped),
-    _f("machine", "the architecture", const(c.MACHINE), stripped),
+    _f("os_release", "the OS image", const(c.OS_RELEASE), os_image),
+    _f("kernel", "the running kernel", const(c.KERNEL), matching("uname -r", r"\d+\.\d+[\w.+~-]*", "a kernel release (6.11.0-1016-nvidia)")),
+    _f("machine", "the architecture", const(c.MACHINE), matching("uname -m", r"[a-z0-9_]+", "an architecture (aarch64)")),
     _f("driver_module", "/proc/driver/nvidia/version", const(c.PROC_DRIVER), both, ok_exits=ANY_EXIT, empty_ok=True),
     _f("driver_query", "nvidia-smi's driver version", const(c.DRIVER_QUERY), both, ok_exits=ANY_EXIT, empty_ok=True),
     _f("gpu_names", "nvidia-smi's GPU names", const(c.GPU_NAME_QUERY), gpu_names, tool="nvidia-smi", package=NVIDIA_UTILS,
        ok_exits=ANY_EXIT, parse_kind="nvidia_smi_query"),
     _f("gpu_list", "nvidia-smi -L", const(c.GPU_LIST), gpu_list, tool="nvidia-smi", package=NVIDIA_UTILS, ok_exits=ANY_EXIT),
+    _f("installed_driver", "the installed user-mode driver's version", None, installed_driver, needs=("driver_query",)),
     _f("ip_addr", "the node's interfaces and addresses", const(c.IP_ADDR), parser("ip_j_addr"), tool="ip", package="iproute2",
        parse_kind="ip_j_addr"),
     _f("default_routes", "the default routes", const(c.DEFAULT_ROUTE), json_list, tool="ip", package="iproute2"),
@@ -298,7 +388,8 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
        package="mlnx-tools (DOCA-OFED; DGX OS ships it)", parse_kind="ibdev2netdev"),
     _f("ib_sysfs", "the RDMA ports in sysfs", const(c.SYSFS_IB), ib_sysfs, ok_exits=ANY_EXIT, parse_kind="ib_sysfs"),
     _f("meminfo", "/proc/meminfo", const(c.MEMINFO), parser("meminfo"), parse_kind="meminfo"),
-    _f("docker_server", "docker's server version", const(container.DOCKER_SERVER), runtime, ok_exits=ANY_EXIT, empty_ok=True),
+    _f("docker_server", "docker's server version", const(container.DOCKER_SERVER), docker_version, ok_exits=ANY_EXIT,
+       empty_ok=True),
     _f("compose_version", "docker compose version", const(container.COMPOSE_VERSION), both, ok_exits=ANY_EXIT, empty_ok=True),
     _f("docker_usable", "docker usable by the SSH user", None, docker_usable, needs=("docker_server",)),
     _f("image", "the deployment image", lambda cl, n, a: c.image_inspect(cl.deploy.image), image, tool="docker",
@@ -308,8 +399,9 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("gpu_probe", "nvidia-smi -L in a container of the image",
        lambda cl, n, a: container.gpu_probe(cl.deploy.image, cl.deploy.extra_volumes), runtime, ok_exits=ANY_EXIT,
        needs=("gpu_list", "image_present")),
-    _f("docker_ps", "docker ps", const(c.DOCKER_PS), lambda out: out.stdout, empty_ok=True, needs=("docker_usable",)),
-    _f("docker_stats", "docker stats", const(c.DOCKER_STATS), lambda out: out.stdout, empty_ok=True, needs=("docker_usable",)),
+    # Nothing running prints nothing: an empty list is an answer.
+    _f("docker_ps", "docker ps", const(c.DOCKER_PS), docker_ps, empty_ok=True, needs=("docker_usable",)),
+    _f("docker_stats", "docker stats", const(c.DOCKER_STATS), docker_stats, empty_ok=True, needs=("docker_usable",)),
     _f("compose_file", "the compose file", lambda cl, n, a: c.cat(c.compose_files(cl)[0]), file_or_absent, ok_exits=ANY_EXIT,
        empty_ok=True),
     _f("env_file", "the .env file", lambda cl, n, a: c.cat(c.compose_files(cl)[1]), file_or_absent, ok_exits=ANY_EXIT,
@@ -318,24 +410,26 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("env_vars", "the .env's variables", None, env_vars, needs=("env_file",)),
     _f("vllm_service", "the compose file's vllm service, interpolated with the .env", None, vllm_service,
        needs=("compose_config", "env_vars")),
+    # An empty folder lists nothing, and a folder not made yet fails its cd (sh: exit 2): both mean nothing downloaded.
     _f("model_listing", "the model's Hugging Face cache listing", lambda cl, n, a: c.model_listing(cl), listing,
-       ok_exits=ANY_EXIT, empty_ok=True),
-    _f("model_config", "the model's config.json", lambda cl, n, a: c.snapshot_file(cl, "config.json"), file_or_absent,
+       ok_exits=(0, 1, 2), empty_ok=True),
+    _f("model_config", "the model's config.json", lambda cl, n, a: c.snapshot_file(cl, "config.json"), json_file_or_absent,
        ok_exits=ANY_EXIT),
     _f("model_index", "the model's safetensors index", lambda cl, n, a: c.snapshot_file(cl, "model.safetensors.index.json"),
-       file_or_absent, ok_exits=ANY_EXIT),
+       json_file_or_absent, ok_exits=ANY_EXIT),
     _f("model_sizing_files", "the model's config.json and safetensors index, both present", None, sizing_files,
        needs=("model_config", "model_index")),
     _f("mtu", "a netdev's MTU", lambda cl, n, netdev: c.mtu(netdev), integer, per="link"),
     _f("route_to", "the route to a peer's link address", lambda cl, n, ip: c.route_to(ip), route_dev, tool="ip",
        package="iproute2", ok_exits=ANY_EXIT, empty_ok=True, per="peer"),
-    _f("cmdline", "the kernel command line", const(c.CMDLINE), lambda out: platform.sysfs_value(out.stdout)),
-    _f("bios_version", "the BIOS version", const(c.BIOS_VERSION), lambda out: platform.sysfs_value(out.stdout)),
-    _f("bios_date", "the BIOS date", const(c.BIOS_DATE), lambda out: platform.sysfs_value(out.stdout)),
+    _f("cmdline", "the kernel command line", const(c.CMDLINE), cmdline),
+    _f("bios_version", "the BIOS version", const(c.BIOS_VERSION), matching("bios_version", r"\S+", "one word (5.36_0ACUM018)")),
+    _f("bios_date", "the BIOS date", const(c.BIOS_DATE), matching("bios_date", r"\d\d/\d\d/\d{4}", "MM/DD/YYYY")),
     _f("driver_packages", "the NVIDIA driver packages (dpkg)", const(c.DRIVER_PACKAGES), driver_packages, tool="dpkg-query",
        package="dpkg (a Debian-based OS)", ok_exits=ANY_EXIT, empty_ok=True),
+    # No settings (apt-config prints none) is an answer: nothing is excluded from upgrades.
     _f("unattended_upgrades", "apt's Unattended-Upgrade settings", const(c.UNATTENDED_UPGRADES), unattended,
-       ok_exits=ANY_EXIT, empty_ok=True),
+       ok_exits=(0, 1), empty_ok=True),
     _f("reboot_required", "/var/run/reboot-required", const(c.REBOOT_REQUIRED), reboot_flag),
     _f("rdma_counters", "the RDMA ports' error counters", const(c.RDMA_COUNTERS), rdma_counters, empty_ok=True),
     _f("nm_profiles", "NetworkManager's profiles", const(c.NM_PROFILES), parser("nmcli_profiles"), parse_kind="nmcli_profiles"),
@@ -350,8 +444,8 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
        parse_kind="ufw_user_rules"),
     _f("ufw_conf", "/etc/ufw/ufw.conf", const(c.UFW_CONF), lambda out: out.stdout, sudo=True),
     # The chain exists only while ufw is active: its absence (exit 1) is an answer, read with ufw's status.
-    _f("ufw_live", "the live ufw-user-input chain", const(c.UFW_LIVE), lambda out: out.stdout, sudo=True, tool="iptables",
-       package="iptables", ok_exits=(0, 1), empty_ok=True),
+    _f("ufw_live", "the live ufw-user-input chain", const(c.UFW_LIVE), live_chain, sudo=True, tool="iptables",
+       package="iptables", ok_exits=ANY_EXIT),
     _f("netplan_mode", "the netplan file's mode", lambda cl, n, a: c.netplan_mode(cl.expect.netplan_file), file_or_absent,
        sudo=True, ok_exits=ANY_EXIT),
     _f("netplan_content", "the netplan file", lambda cl, n, a: c.cat(cl.expect.netplan_file), file_or_absent, sudo=True,

@@ -43,9 +43,9 @@ def test_disk_space(node, head, cluster):
 
 @reads("model_index")
 def test_shard_read_rate(node, cluster):
+    model_total = disk.index_total_size(read(node, "model_index"))
     direct, mine = own_shard_read_rate(node)
     # The others' direct reads (a cached read measures memory); a node that cannot be read fails its own checks, not this one.
     rates = [(n.name, r[2]) for n in cluster.by_rank() if (r := peer_shard_read_rate(node, n.name)) and r[1] and r[2] is not None]
-    model_total = disk.index_total_size(read(node, "model_index"))
     report(disk.judge_read_rate(node.name, mine, max(rates, key=lambda x: x[1]) if rates else None, model_total,
                                 cluster.deploy.distributed_timeout_s, direct))

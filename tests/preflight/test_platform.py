@@ -4,13 +4,13 @@
 
 import pytest
 
-from gb10check.checks import host, platform
+from gb10check.checks import platform
 from gb10check.gather import read, reads
 from gb10check.verdict import report
 
 pytestmark = pytest.mark.preflight
 
-PLATFORM = ("kernel", "cmdline", "bios_version", "bios_date", "ethtool_info", "driver_query", "driver_packages",
+PLATFORM = ("kernel", "cmdline", "bios_version", "bios_date", "ethtool_info", "installed_driver", "driver_packages",
             "unattended_upgrades")
 
 
@@ -28,7 +28,7 @@ def firmware(node) -> dict[str, str | None]:
 def facts_of(node) -> platform.Platform:
     return platform.Platform(kernel=read(node, "kernel"), cmdline=read(node, "cmdline"), bios_version=read(node, "bios_version"),
                              bios_date=read(node, "bios_date"), firmware=firmware(node),
-                             driver=host.installed_driver(read(node, "driver_query")), driver_unheld=driver_unheld(node))
+                             driver=read(node, "installed_driver"), driver_unheld=driver_unheld(node))
 
 
 @reads(*PLATFORM)

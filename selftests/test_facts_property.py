@@ -1,0 +1,202 @@
+"""The property that makes a green mean it looked, over every check that reads facts: with the facts of a healthy pair
+every check passes; with any fact it reads made unreadable, on one node or on all, in any way (the tool missing, exit 1,
+exit 127, empty, garbage, the node unreachable), it is never "passed".
+
+The healthy facts are a recording of the simulated pair (selftests/captures/facts/, made by `gb10check record`: real ip,
+ufw, docker, sysfs and the stand-ins' GB10 outputs); the checks run in this process on a Fleet replaying it, so no node
+is reached (a live command would fail the case). Checks that measure live (the compute run, a shard read, ib_write_bw,
+NCCL, the probes, the clock, the compose dry run, Ray's head) are named in LIVE with the reason: their live side is proven
+on the simulated cluster.
+"""
+
+import importlib
+import inspect
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from gb10check.gather import recording, registry
+from gb10check.plugin import LinkPath, LinkUnderTest
+from gb10check.remote import RemoteError, RemoteNode
+from gb10check.verdict import Degraded, NotChecked
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDING = Path(__file__).resolve().parent / "captures" / "facts" / "sim-healthy-pair.json"
+
+# Checks that read no recorded fact at all (they measure or probe live), and checks whose healthy pass needs a live step
+# after their facts: the property still runs over the facts they declare.
+LIVE = {
+    "test_clock_skew": "reads the node's clock live (a recorded time is stale)",
+    "test_ib_write_bw": "runs ib_write_bw across the link",
+    "test_nccl_all_gather": "runs nccl-tests across the nodes",
+    "test_ping": "the reachability probes run live", "test_ssh_mesh": "the reachability probes run live",
+    "test_port_open": "the reachability probes run live", "test_path_mtu": "the reachability probes run live",
+    "test_ray_status": "reads rank 0's running Ray", "test_ray_node_address": "reads rank 0's running Ray",
+}
+# The simulated pair's torch is a CPU build: these canaries find no CUDA or NCCL there and say so as a skip; on a GB10 or
+# the H200 they judge what they find.
+CPU_BUILD = {"test_image_nccl", "test_image_kernels"}
+LIVE_AFTER_FACTS = {
+    "test_gpu_compute": "times a matmul live on every node at once",
+    "test_shard_read_rate": "reads a shard live",
+    "test_compose_lint": "runs the service's command in a dry run on the node",
+}
+MODES = {
+    "tool missing": (127, "", "sh: 1: {tool}: not found\n"),
+    "exit 1": (1, "", "{tool}: something went wrong\n"),
+    "exit 127": (127, "", ""),
+    "empty": (0, "", ""),
+    "garbage": (0, "gb10check: %%% this is not the tool's output @@@ 0x0\n", ""),
+}
+
+
+def checks():
+    """(module, function) of every check under tests/preflight and tests/network."""
+    for path in sorted((REPO / "tests").glob("*/test_*.py")):
+        if path.parent.name not in ("preflight", "network"):
+            continue
+        module = importlib.import_module(f"tests.{path.parent.name}.{path.stem}")
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("test_") and fn.__module__ == module.__name__:
+                yield f"{path.parent.name}/{path.stem}::{name}", fn
+
+
+def declared(fn) -> tuple[str, ...]:
+    return tuple(f for m in getattr(fn, "pytestmark", []) if m.name == "gb10check_reads" for f in m.args)
+
+
+READING = {cid: fn for cid, fn in checks() if declared(fn)}
+RAY = {cid for cid, fn in READING.items() if "ray_cluster" in inspect.signature(fn).parameters}
+HEALTHY = sorted(cid for cid in READING if cid not in RAY and cid.split("::")[1] not in LIVE_AFTER_FACTS)
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict:
+    """The recording, with the profile naming the driver the pair runs (so test_driver_version has one to compare)."""
+    got = json.loads(RECORDING.read_text())
+    driver = next(o["stdout"].strip() for o in got["facts"][got["cluster"]["nodes"][0]["name"]] if o["fact"] == "driver_query")
+    got["cluster"].setdefault("expect", {})["driver_version"] = driver
+    return got
+
+
+@pytest.fixture(autouse=True)
+def nothing_live(monkeypatch):
+    def refuse(self, command, *args, **kwargs):
+        raise RemoteError(f"replay: {self.name} is not reached (`{command[:60]}`)")
+
+    monkeypatch.setattr(RemoteNode, "run", refuse)
+
+
+def arguments(fn, fleet) -> list[dict]:
+    """Every parametrization of the check on the replayed cluster, as its fixture values."""
+    cluster = fleet.cluster
+    nodes = [fleet.node(n.name) for n in cluster.by_rank()]
+    pairs = cluster.link_pairs()
+    values = {
+        "node": nodes, "follower": nodes[1:], "head": [fleet.node(cluster.head.name)], "cluster": [cluster],
+        "ray_cluster": [cluster], "measurements": [lambda *a: None],
+        "node_link": [(n, l) for n in nodes for l in n.spec.links],
+        "link_pair": [LinkUnderTest(fleet.node(p.a.name), p.a_link, fleet.node(p.b.name), p.b_link) for p in pairs],
+        "path": [LinkPath(fleet.node(a.name), la, fleet.node(b.name), lb) for p in pairs
+                 for a, la, b, lb in ((p.a, p.a_link, p.b, p.b_link), (p.b, p.b_link, p.a, p.a_link))],
+    }
+    combos = [{}]
+    for name in inspect.signature(fn).parameters:
+        combos = [{**c, name: v} for c in combos for v in values[name]]
+    return combos
+
+
+def read_by(fn, kwargs: dict, fleet) -> set[tuple[str, str]]:
+    """(node, fact) of every command fact this parametrization of the check reads on the healthy recording."""
+    seen, real = set(), fleet.fact_output
+
+    def logged(name, fact, arg=None):
+        seen.add((name, fact))
+        return real(name, fact, arg)
+
+    fleet.fact_output = logged
+    try:
+        outcome(fn, kwargs, fleet.cluster)
+    finally:
+        fleet.fact_output = real
+    return seen
+
+
+def outcome(fn, kwargs: dict, cluster) -> str:
+    token = registry.declared(declared(fn), cluster)
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            fn(**kwargs)
+        return "warning" if any(issubclass(w.category, Degraded) for w in seen) else "passed"
+    except NotChecked:
+        return "not checked"
+    except pytest.fail.Exception:
+        return "failed"
+    except pytest.skip.Exception:
+        return "skipped"
+    except RemoteError:
+        return "not checked"  # as the plugin reports it
+    finally:
+        registry.undeclare(token)
+
+
+def broken(recorded: dict, fact: str, nodes: list[str], mode: str) -> dict:
+    """The recording with `fact` (every arg of it) on `nodes` made unreadable in that way."""
+    facts = json.loads(json.dumps(recorded["facts"]))
+    tool = registry.FACTS[fact].tool or "tool"
+    for name in nodes:
+        if mode == "unreachable":
+            facts[name] = {"error": "NodeUnreachable", "message": f"node {name} unreachable: No route to host"}
+            continue
+        rc, out, err = MODES[mode]
+        for o in facts[name]:
+            if o["fact"] == fact:
+                o.update(rc=rc, stdout=out, stderr=err.format(tool=tool))
+    return {**recorded, "facts": facts}
+
+
+def command_facts(fn, cluster) -> list[str]:
+    return sorted(f for f in registry.closure(declared(fn), cluster) if registry.FACTS[f].command is not None)
+
+
+def test_every_check_reads_declared_facts_or_is_live():
+    every = dict(checks())
+    assert set(every) - set(READING) == {c for c in every if c.split("::")[1] in LIVE}, \
+        "a check that declares no facts must be a live one (LIVE), and a LIVE one declares none"
+    assert {c.split("::")[1] for c in READING} >= set(LIVE_AFTER_FACTS)
+
+
+@pytest.mark.parametrize("check", HEALTHY)
+def test_healthy_pair_passes(check, recorded):
+    fn = READING[check]
+    fleet = recording.replay(recorded)
+    got = {i: outcome(fn, kw, fleet.cluster) for i, kw in enumerate(arguments(fn, fleet))}
+    assert got and set(got.values()) == {"skipped" if fn.__name__ in CPU_BUILD else "passed"}, got
+
+
+@pytest.mark.parametrize("check", sorted(set(READING) - RAY))
+def test_never_passes_on_an_unreadable_fact(check, recorded):
+    """Each parametrization, with each (node, fact) it reads made unreadable in each way, alone and with that fact broken
+    on every node at once."""
+    fn = READING[check]
+    healthy = recording.replay(recorded)
+    names = [n.name for n in healthy.cluster.by_rank()]
+    passed, cases = [], 0
+    for i, kw in enumerate(arguments(fn, healthy)):
+        reads = read_by(fn, kw, healthy)
+        assert reads, f"{check} [{i}] read no fact on the healthy recording"
+        for node, fact in sorted(reads):
+            # A clean empty output is an answer for the facts the registry says so of (nothing running, no settings); a fact
+            # that reads every exit (its errors are facts) is held to its judge even then.
+            f = registry.FACTS[fact]
+            answer = f.empty_ok and f.ok_exits is not registry.ANY_EXIT
+            for mode in [m for m in [*MODES, "unreachable"] if not (m == "empty" and answer)]:
+                for nodes in ([node], names):
+                    fleet = recording.replay(broken(recorded, fact, nodes, mode))
+                    cases += 1
+                    if outcome(fn, arguments(fn, fleet)[i], fleet.cluster) == "passed":
+                        passed.append(f"[{i}] {fact} {mode} on {'+'.join(nodes)}")
+    assert cases and not passed, "\n".join(passed)
