@@ -193,11 +193,20 @@ def _read_profile(ref: str, path: Path) -> Profile:
     if missing:
         raise ValueError(f"{where}: no {', '.join(missing)}: a profile names every field of the hardware, with its source")
     try:
+        values = check_values(values)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return Profile(ref, path, str(data["about"]), values, sources)
+
+
+def check_values(values: dict) -> dict:
+    """A profile's values validated as `Expect` validates them (sizes in GiB ...); a bad one: ValueError naming the field."""
+    try:
         resolved = Expect.model_validate(values, context={_RAW: True})
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ValueError(f"{where}: {'.'.join(map(str, err['loc']))}: {err['msg'].removeprefix('Value error, ')}") from None
-    return Profile(ref, path, str(data["about"]), {f: getattr(resolved, f) for f in owned}, sources)
+        raise ValueError(f"{'.'.join(map(str, err['loc']))}: {err['msg'].removeprefix('Value error, ')}") from None
+    return {f: getattr(resolved, f) for f in profile_fields()}
 
 
 def profile_fields() -> list[str]:
