@@ -10,7 +10,9 @@ import ipaddress
 import itertools
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Literal
 
 from dataclasses import dataclass
@@ -137,8 +139,8 @@ class Profile:
     name: str  # as the cluster file names it: a shipped profile's name or a path
     path: Path
     about: str
-    values: dict
-    sources: dict
+    values: Mapping  # field -> value, validated
+    sources: Mapping  # field -> where the figure comes from
 
 
 def profile_path(ref: str, base: Path | None = None) -> Path:
@@ -196,7 +198,7 @@ def _read_profile(ref: str, path: Path) -> Profile:
         values = check_values(values)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
-    return Profile(ref, path, str(data["about"]), values, sources)
+    return Profile(ref, path, str(data["about"]), MappingProxyType(values), MappingProxyType(sources))
 
 
 def check_values(values: dict) -> dict:
@@ -430,7 +432,7 @@ class Cluster(Strict):
     name: str = "gb10"
     ssh: Ssh
     nodes: list[Node] = Field(min_length=1)
-    expect: Expect = Field(default_factory=Expect)
+    expect: Expect = Expect()
     deploy: Deploy
     serving: Serving = Serving()
     soak: Soak = Soak()
