@@ -127,6 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="folder for reports (default ./gb10check-rehearsal/TIME)")
     p.add_argument("--no-slow", action="store_true", help="skip the slow bandwidth and NCCL runs")
     p.set_defaults(func=cmd_rehearse)
+    prof = sub.add_parser("profile", help="hardware profiles: list the shipped ones, or write a healthy cluster's as a profile")
+    profsub = prof.add_subparsers(dest="profile_command", required=True)
+    profsub.add_parser("list", help="the shipped profiles (gb10check/profiles/) and what each describes")
+    p = profsub.add_parser("snapshot", help="write a profile from the nodes' GPU, driver, memory and link speed (and a full "
+                                            "run's ib_write_bw, TFLOP/s and NCCL figures, less a margin)")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("-o", "--output", help="the profile file to write (default: print it)")
+    p.add_argument("--from-report", metavar="DIR", help="a full run's report folder (its findings.json): its measured figures "
+                                                        "become the floors, each less the margin")
+    p.add_argument("--margin", type=float, default=None, help="fraction under the slowest measured figure (default 0.15)")
+    prof.set_defaults(func=cmd_profile)
     sim = sub.add_parser("sim", help="the simulated GB10 cluster (root): up, down, status, apply, scenarios")
     simsub = sim.add_subparsers(dest="sim_command", required=True)
     p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
@@ -349,6 +360,71 @@ def cmd_sim(args: argparse.Namespace) -> int:
     except (control.SimError, scenarios.ScenarioError, provision.ProvisionError, serve.ServeError, ValueError) as exc:
         print(f"gb10check sim: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from .cluster import known_profiles, load_profile
+
+    if args.profile_command == "list":
+        for name in known_profiles():
+            print(f"{name:<6} {load_profile(name).about}")
+        return 0
+    return cmd_profile_snapshot(args)
+
+
+def cmd_profile_snapshot(args: argparse.Namespace) -> int:
+    """Read each node's facts through the library (gather.Fleet), the report's figures, and write the profile."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from . import gather, profile
+    from .cluster import load_profile
+    from .remote import RemoteError
+
+    path = cluster_file(args.cluster)
+    cluster = cluster_from(args.cluster)
+    command = f"gb10check profile snapshot --cluster={path}"
+    measurements = None
+    try:
+        if args.from_report:
+            report = Path(args.from_report)
+            report = report / "findings.json" if report.is_dir() else report
+            command += f" --from-report={args.from_report}"
+            try:
+                measurements = profile.report_measurements(json.loads(report.read_text()))
+            except OSError as exc:
+                raise profile.SnapshotError(f"cannot read {report}: {exc.strerror}") from None
+            except ValueError as exc:
+                raise profile.SnapshotError(f"{report} is not JSON: {exc}") from None
+        fleet = gather.Fleet(cluster)
+        got = {}
+        try:
+            for node in cluster.by_rank():
+                def read(cmd: str) -> str:
+                    out = fleet.once(node.name, cmd, cluster.ssh.command_timeout_s)
+                    if out.rc != 0:
+                        raise profile.SnapshotError(f"{node.name}: `{cmd}` exited {out.rc}: "
+                                                    f"{(out.stderr or out.stdout).strip()[-300:] or 'no output'}")
+                    return out.stdout
+                got[node.name] = profile.NodeFacts(read(profile.SMI_QUERY), read(profile.MEMINFO),
+                                                   {link.netdev: read(gather.ethtool(link.netdev)) for link in node.links})
+        finally:
+            for n in fleet.nodes.values():
+                n.close()
+        base = load_profile(cluster.expect.profile, Path(path).parent)
+        when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        margin = profile.MARGIN if args.margin is None else args.margin
+        doc = profile.snapshot(cluster, base, got, measurements, when, margin)
+    except (profile.SnapshotError, RemoteError) as exc:
+        print(f"gb10check profile snapshot: {exc}", file=sys.stderr)
+        return 1
+    text = profile.render(doc, command)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"gb10check profile snapshot: wrote {args.output}; name it in the cluster file as expect.profile", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0
 
 

@@ -4,18 +4,22 @@ Validated with pydantic; a bad file becomes one ClusterError line naming the fie
 Memory sizes accept docker/human forms ("105G", "119 GiB", "5 GiB", "512M") and are held in GiB.
 """
 
+import functools
 import hashlib
 import ipaddress
 import itertools
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Literal
 
 from dataclasses import dataclass
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 UNITS_GIB = {"": 1.0, "b": 1 / 2**30, "k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 2**10}
 
@@ -118,35 +122,140 @@ class Firewall(Strict):
         return v
 
 
+PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+DEFAULT_PROFILE = "gb10"  # the product's hardware; the simulation names its own (sim)
+PROFILE_CONTEXT = "profile_base"  # validation context: the folder a relative profile path is read from
+_RAW = "profile_resolved"  # validation context: the values are a profile's own, resolve nothing
+
+
+def known_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A hardware profile file: every field of `Expect` that has no default, each with its value and its source."""
+
+    name: str  # as the cluster file names it: a shipped profile's name or a path
+    path: Path
+    about: str
+    values: Mapping  # field -> value, validated
+    sources: Mapping  # field -> where the figure comes from
+
+
+def profile_path(ref: str, base: Path | None = None) -> Path:
+    """A shipped profile's file (a bare name: gb10, sim, h200), or a profile file's path (relative to `base`)."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise ValueError(f"profile: expected a profile's name ({', '.join(known_profiles())}) or a path to a profile file, "
+                         f"got {ref!r}")
+    if "/" not in ref and not ref.endswith((".yaml", ".yml")):
+        path = PROFILES_DIR / f"{ref}.yaml"
+        if not path.is_file():
+            raise ValueError(f"profile {ref!r} is not a known profile: the known ones are {', '.join(known_profiles())} "
+                             "(gb10check/profiles/), or give a path to a profile file (`gb10check profile snapshot` writes one)")
+        return path
+    path = Path(os.path.expanduser(ref))
+    return path if path.is_absolute() else (base or Path.cwd()) / path
+
+
+def load_profile(ref: str, base: Path | None = None) -> Profile:
+    """Read and validate a profile: `about`, and `expect` with {value, source} for every field the profile owns."""
+    path = profile_path(ref, base)
+    if path.parent == PROFILES_DIR and path.stem == ref:
+        return _shipped(ref)
+    return _read_profile(ref, path)
+
+
+@functools.lru_cache(maxsize=None)
+def _shipped(name: str) -> Profile:
+    return _read_profile(name, PROFILES_DIR / f"{name}.yaml")
+
+
+def _read_profile(ref: str, path: Path) -> Profile:
+    where = f"profile {ref}" + (f" ({path})" if str(path) != ref else "")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot read the profile file: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict) or set(data) != {"about", "expect"} or not isinstance(data["expect"], dict):
+        raise ValueError(f"{where}: expected a mapping with `about` (one line) and `expect` "
+                         f"({{field: {{value: ..., source: ...}}}}); got {sorted(data) if isinstance(data, dict) else type(data).__name__}")
+    owned = profile_fields()
+    values, sources = {}, {}
+    for field, entry in data["expect"].items():
+        if field not in owned:
+            raise ValueError(f"{where}: {field} is not a profile field; the fields are {', '.join(owned)}")
+        if not isinstance(entry, dict) or set(entry) != {"value", "source"} or not isinstance(entry["source"], str) \
+                or not entry["source"].strip():
+            raise ValueError(f"{where}: {field}: expected {{value: ..., source: \"where the figure comes from\"}}, got {entry!r}")
+        values[field], sources[field] = entry["value"], entry["source"].strip()
+    missing = [f for f in owned if f not in values]
+    if missing:
+        raise ValueError(f"{where}: no {', '.join(missing)}: a profile names every field of the hardware, with its source")
+    try:
+        values = check_values(values)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return Profile(ref, path, str(data["about"]), MappingProxyType(values), MappingProxyType(sources))
+
+
+def check_values(values: dict) -> dict:
+    """A profile's values validated as `Expect` validates them (sizes in GiB ...); a bad one: ValueError naming the field."""
+    try:
+        resolved = Expect.model_validate(values, context={_RAW: True})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ValueError(f"{'.'.join(map(str, err['loc']))}: {err['msg'].removeprefix('Value error, ')}") from None
+    return {f: getattr(resolved, f) for f in profile_fields()}
+
+
+def profile_fields() -> list[str]:
+    """The fields a profile owns: `Expect`'s fields without a default (the hardware's figures)."""
+    return [name for name, info in Expect.model_fields.items() if info.is_required()]
+
+
 class Expect(Strict):
-    memory_gib: GiB = 119.0
-    gpu_name: str = "NVIDIA GB10"
-    driver_version: str | None = Field(None, pattern=r"^\d+(\.\d+)+$")  # the NVIDIA driver the profile names (null: any)
-    link_speed_mbps: int = 200000
-    roce_gid_type: Literal["RoCE v2", "RoCE v1"] = "RoCE v2"
-    roce_gid_index: int = Field(3, ge=0)
-    # Seed: 109 Gb/s per logical link; NVIDIA's playbook: 92.57 and 97.28 Gb/s.
-    min_ib_write_bw_gbps: float = Field(90.0, gt=0)
-    # Dell Pro Max GB10 pair, all_gather: 22.96 GB/s bus bandwidth = 183.7 Gb/s.
-    min_nccl_busbw_gbps: float = Field(160.0, gt=0)
+    """What the checks expect of the hardware and the site. The hardware's figures (the fields without a default) come
+    from a profile (gb10check/profiles/, each figure with its source) that `profile` names; the cluster file's own
+    `expect` keys override any of them."""
+
+    profile: str = DEFAULT_PROFILE  # a shipped profile's name (gb10, h200, sim) or a profile file's path
+    memory_gib: GiB
+    gpu_name: str
+    driver_version: str | None = Field(pattern=r"^\d+(\.\d+)+$")  # the NVIDIA driver the profile names (null: any)
+    link_speed_mbps: int = Field(gt=0)
+    roce_gid_type: Literal["RoCE v2", "RoCE v1"]
+    roce_gid_index: int = Field(ge=0)
+    min_ib_write_bw_gbps: float = Field(gt=0)  # per logical link, ib_write_bw one link at a time
+    min_nccl_busbw_gbps: float = Field(gt=0)  # all_gather_perf across the nodes, bus bandwidth
+    # test_gpu_compute: bf16 matmul in the image (gb10check/canary/matmul.py), nvidia-smi sampling under it.
+    min_tflops: float = Field(ge=0)
+    min_sm_clock_mhz: float = Field(ge=0)  # median SM clock of the samples under load
+    max_compute_spread: float = Field(ge=0, lt=1)  # a node slower than the fastest by more than this fails
+    compute_seconds: float = Field(gt=0, le=300)  # how long the timing program multiplies on each node
+    ib_write_bw_duration_s: int = Field(ge=1, le=60)  # -D of each ib_write_bw run (one link at a time)
+    # The PCIe link each ConnectX-7 function must negotiate (lspci LnkSta); null: what the function says it can do (LnkCap).
+    pcie_speed_gts: float | None = Field(gt=0)
+    pcie_width: int | None = Field(ge=1, le=32)
     firewall: Firewall = Firewall()
     reachable_ports: list[int] = [29501, 20001, 18515]
     perftest_port: int = 18515
-    ib_write_bw_duration_s: int = Field(3, ge=1, le=60)  # -D of each ib_write_bw run (one link at a time)
     netplan_file: str = "/etc/netplan/40-cx7.yaml"
     max_clock_skew_s: float = 1.0
     memory_margin_gib: GiB = 5.0
-    # test_gpu_compute (bf16 matmul in the image, nvidia-smi sampling under it). Defaults pass a GB10 and the
-    # simulation's CPU nodes (about 0.04-0.07 TFLOP/s on 2 cores): a GB10 profile sets its own TFLOP/s floor.
-    min_tflops: float = Field(0.01, ge=0)
-    # Under load: an H200 at its power cap sat at 1455-1560 MHz; a GB10 stuck in low power near 800 MHz.
-    min_sm_clock_mhz: float = Field(1200.0, ge=0)
-    max_compute_spread: float = Field(0.15, ge=0, lt=1)  # a node slower than the fastest by more than this fails
-    compute_seconds: float = Field(10.0, gt=0, le=300)  # how long the timing program multiplies on each node
-    # The PCIe link each ConnectX-7 function must negotiate (lspci LnkSta): a GB10 wires each controller Gen5 x4;
-    # null: only what the function itself says it can do (LnkCap). A BIOS before April 2026 trains the second at x2.
-    pcie_speed_gts: float | None = Field(32.0, gt=0)
-    pcie_width: int | None = Field(4, ge=1, le=32)
+
+    @model_validator(mode="before")
+    @classmethod
+    def from_profile(cls, data, info: ValidationInfo):
+        """The named profile's figures, under the keys given here: Expect() is the gb10 profile, Expect(profile="sim",
+        min_tflops=0.02) the sim profile with one override."""
+        context = info.context or {}
+        if context.get(_RAW) or not isinstance(data, dict):
+            return data
+        ref = data.get("profile", DEFAULT_PROFILE)
+        return {**load_profile(ref, context.get(PROFILE_CONTEXT)).values, **data, "profile": ref}
 
 
 class Watchdog(Strict):
@@ -444,7 +553,8 @@ def _where(loc: tuple, data) -> str:
     return ".".join(parts)
 
 
-def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
+def parse_cluster(text: str, source: str = "cluster.yaml", base: Path | None = None) -> Cluster:
+    """`base`: the folder a relative `expect.profile` path is read from (the cluster file's; default the working one)."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -454,7 +564,7 @@ def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
     if not isinstance(data, dict):
         raise ClusterError(f"{source}: expected a mapping with ssh, nodes, expect, deploy, serving; got {type(data).__name__}")
     try:
-        return Cluster.model_validate(data)
+        return Cluster.model_validate(data, context={PROFILE_CONTEXT: base})
     except ValidationError as exc:
         err = exc.errors()[0]
         where = _where(tuple(l for l in err["loc"] if not str(l).startswith("function-")), data)
@@ -499,7 +609,7 @@ def load_cluster(path: str | Path) -> Cluster:
         text = path.read_text()
     except OSError as exc:
         raise ClusterError(f"{path}: cannot read the cluster file: {exc.strerror}") from None
-    cluster = parse_cluster(text, str(path))
+    cluster = parse_cluster(text, str(path), path.parent)
     return cluster.model_copy(update={"ssh": cluster.ssh.resolved(path.parent)})
 
 

@@ -16,6 +16,7 @@ from gb10check.sim.topology import pair_or_switch
 from gb10check.gather import LSPCI
 
 NODES = pair_or_switch(2)
+SIM = Expect(profile="sim")  # the simulated cluster's profile (gb10check/profiles/sim.yaml): its nodes multiply on the CPU
 SIM_NETDEVS = {"0000:01:00.0": "enp1s0f0np0", "0002:01:00.0": "enP2p1s0f0np0"}  # the ethtool stand-in's bus-info
 
 
@@ -96,20 +97,20 @@ def test_the_sampling_query_is_answered_as_on_a_real_gpu():
     # With the header: the canonical names nvidia-smi prints for the aliases.
     header, _ = nvidia_smi.query_rows(state(0), ["--format=csv"], "clocks.sm,clocks_throttle_reasons.active,power.draw")
     assert header == ["clocks.current.sm [MHz], clocks_event_reasons.active, power.draw [W]", "2405 MHz, 0x0000000000000000, 38.52 W"]
-    assert gpu.judge_compute("pgx-30", CPU_RUN, rows, None, Expect(), None) == []
+    assert gpu.judge_compute("pgx-30", CPU_RUN, rows, None, SIM, None) == []
     bad, rc = nvidia_smi.query_rows(state(0), [], "clocks.bogus")
     assert (bad, rc) == (['Field "clocks.bogus" is not a valid field to query.', ""], 2)
 
 
 def test_gpu_stuck_low_power_fails_the_clock_floor():
     rows = parse("nvidia_smi_query", samples(state(1, "gpu-stuck-low-power")))
-    [f] = gpu.judge_compute("thinkstationpgx-32", CPU_RUN, rows, None, Expect(), None)
+    [f] = gpu.judge_compute("thinkstationpgx-32", CPU_RUN, rows, None, SIM, None)
     assert f.code is Code.GPU_CLOCK_LOW
     assert f.text.startswith("[gpu-clock-low] thinkstationpgx-32: saw SM clock 801 MHz under load (median of 6 samples, max "
                              "3003.0 MHz), 19.6 W, reasons none; expected >= 1200 MHz (expect.min_sm_clock_mhz)\n"
                              "  fix: power thinkstationpgx-32 off at the wall")
     assert gpu.judge_compute("thinkstationpgx-30", CPU_RUN, parse("nvidia_smi_query", samples(state(0, "gpu-stuck-low-power"))),
-                             None, Expect(), None) == []
+                             None, SIM, None) == []
 
 
 @pytest.mark.parametrize("rank", [0, 1])

@@ -36,6 +36,9 @@ def test_wheel_carries_every_file_and_runs(tmp_path):
     probe = ("import gb10check, json, sys; from gb10check import cli; from gb10check.sim import provision, standins;"
              "assert gb10check.__file__.startswith(sys.argv[1]), gb10check.__file__;"
              "assert (provision.ASSETS / 'chat_template.jinja').is_file();"
+             "from gb10check.cluster import Expect, known_profiles, PROFILES_DIR;"
+             "assert str(PROFILES_DIR).startswith(sys.argv[1]) and known_profiles() == ['gb10', 'h200', 'sim'], known_profiles();"
+             "assert (Expect().min_tflops, Expect(profile='sim').min_tflops) == (60, 0.01);"
              "print(json.dumps({'ready': provision.ready()}))")
     run = subprocess.run([sys.executable, "-c", probe, str(site)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -99,13 +99,9 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, execu
         "nodes": [{"name": n.name, "address": n.mgmt_ip, "rank": n.rank,
                    "links": [{"netdev": l.netdev, "rdma_device": l.rdma_device, "address": l.address} for l in n.links]}
                   for n in nodes],
-        "expect": {"memory_gib": 119, "gpu_name": "NVIDIA GB10", "link_speed_mbps": 200000, "roce_gid_type": "RoCE v2",
-                   "roce_gid_index": 3, "min_ib_write_bw_gbps": 90,
-                   "ib_write_bw_duration_s": 1,  # the stand-in's figure comes from the node's state: 1 s proves the same as 3
-                   # test_gpu_compute runs CPU torch here (about 0.04-0.07 TFLOP/s float32 on the box's 2 shared cores,
-                   # a third apart between runs): a wider spread than a GB10 pair's 15%, and shorter runs.
-                   "max_compute_spread": 0.5, "compute_seconds": 5,
-                   "firewall": {"sources": ["169.254.0.0/16", "192.168.101.0/24"], "ports": ["20001/tcp"]}},
+        # The simulation's hardware figures (its stand-ins answer as GB10s; its matmul is CPU torch on shared cores),
+        # each with its source: gb10check/profiles/sim.yaml.
+        "expect": {"profile": "sim", "firewall": {"sources": ["169.254.0.0/16", "192.168.101.0/24"], "ports": ["20001/tcp"]}},
         "deploy": {"workdir": f"/home/{USER}/vllm", "compose_file": "compose.yml", "image": image.NAME,
                    # The real small model the simulated head serves (see sim/provision.py), sized for 2 CPU cores.
                    "model_id": MODEL_REPO, "served_model_name": "smollm2-135m",
