@@ -398,17 +398,19 @@ def cmd_profile_snapshot(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise profile.SnapshotError(f"{report} is not JSON: {exc}") from None
         fleet = gather.Fleet(cluster)
+        fleet.wanted = set(profile.FACTS)
         got = {}
         try:
-            for node in cluster.by_rank():
-                def read(cmd: str) -> str:
-                    out = fleet.once(node.name, cmd, cluster.ssh.command_timeout_s)
-                    if out.rc != 0:
-                        raise profile.SnapshotError(f"{node.name}: `{cmd}` exited {out.rc}: "
-                                                    f"{(out.stderr or out.stdout).strip()[-300:] or 'no output'}")
-                    return out.stdout
-                got[node.name] = profile.NodeFacts(read(profile.SMI_QUERY), read(profile.MEMINFO),
-                                                   {link.netdev: read(gather.ethtool(link.netdev)) for link in node.links})
+            for spec in cluster.by_rank():
+                node = fleet.node(spec.name)
+
+                def read(name: str, arg=None) -> str:
+                    try:
+                        return gather.registry.text(node, name, arg)
+                    except gather.Unreadable as exc:
+                        raise profile.SnapshotError(f"{node.name}: {exc.why}") from None
+                got[node.name] = profile.NodeFacts(read("gpu_inventory"), read("meminfo"),
+                                                   {link.netdev: read("ethtool", link.netdev) for link in spec.links})
         finally:
             for n in fleet.nodes.values():
                 n.close()

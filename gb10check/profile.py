@@ -21,9 +21,8 @@ from .cluster import Cluster, Profile, check_values, profile_fields
 # the published healthy figures (ib_write_bw 90 under 109, NCCL 160 under 183.7), and 15% is the compute spread a
 # healthy pair may show; a GB10 stuck in low power (about 60% slower) still fails a floor 15% under a healthy run.
 MARGIN = 0.15
-# What each command the snapshot reads is; the CLI runs them through the library (gather.Fleet).
-SMI_QUERY = "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv"
-MEMINFO = "cat /proc/meminfo"
+# The facts the snapshot reads (gb10check/gather/registry.py), gathered through the library.
+FACTS = ("gpu_inventory", "meminfo", "ethtool")
 # Profile field: (the measurement's `what` in findings.json, the unit its `unit` starts with).
 MEASURED = {"min_ib_write_bw_gbps": ("ib_write_bw", "Gb/s"),
             "min_tflops": ("matmul (median batch)", "TFLOP/s"),
@@ -38,8 +37,8 @@ class SnapshotError(Exception):
 class NodeFacts:
     """One node's fact texts as the commands printed them."""
 
-    nvidia_smi: str  # SMI_QUERY
-    meminfo: str  # MEMINFO
+    nvidia_smi: str  # the gpu_inventory fact
+    meminfo: str  # the meminfo fact
     ethtool: dict[str, str] = field(default_factory=dict)  # netdev -> `ethtool NETDEV`
 
 
@@ -79,7 +78,7 @@ def node_figures(cluster: Cluster, got: dict[str, NodeFacts]) -> dict[str, tuple
         f = got[node.name]
         gpus = _parsed("nvidia_smi_query", f.nvidia_smi, node.name)
         if not gpus:
-            raise SnapshotError(f"{node.name}: nvidia-smi listed no GPU ({SMI_QUERY})")
+            raise SnapshotError(f"{node.name}: nvidia-smi listed no GPU (nvidia-smi --query-gpu=name,driver_version,memory.total)")
         names[node.name] = _one({f"{node.name} GPU {i}": g.get("name") for i, g in enumerate(gpus)}, "GPU name")
         drivers[node.name] = gpus[0].get("driver_version")
         # A discrete GPU's own memory (nvidia-smi); GB10's unified memory is the node's (nvidia-smi says [N/A]).

@@ -379,6 +379,8 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("driver_query", "nvidia-smi's driver version", const(c.DRIVER_QUERY), both, ok_exits=ANY_EXIT, empty_ok=True),
     _f("gpu_names", "nvidia-smi's GPU names", const(c.GPU_NAME_QUERY), gpu_names, tool="nvidia-smi", package=NVIDIA_UTILS,
        ok_exits=ANY_EXIT, parse_kind="nvidia_smi_query"),
+    _f("gpu_inventory", "each GPU's name, driver and memory", const(c.GPU_INVENTORY), parser("nvidia_smi_query"),
+       tool="nvidia-smi", package=NVIDIA_UTILS, parse_kind="nvidia_smi_query"),
     _f("gpu_list", "nvidia-smi -L", const(c.GPU_LIST), gpu_list, tool="nvidia-smi", package=NVIDIA_UTILS, ok_exits=ANY_EXIT),
     _f("installed_driver", "the installed user-mode driver's version", None, installed_driver, needs=("driver_query",)),
     _f("ip_addr", "the node's interfaces and addresses", const(c.IP_ADDR), parser("ip_j_addr"), tool="ip", package="iproute2",
@@ -568,6 +570,15 @@ def read(node, name: str, arg: Any = None) -> Any:
     if allowed is not None and name not in allowed:
         raise FactNotDeclared(f"the check read fact {name!r} without declaring it: add it to its @reads(...)")
     return _value(node, FACTS[name], arg)
+
+
+def text(node, name: str, arg: Any = None) -> str:
+    """The named fact's output as the node printed it, once its reader accepts it; Unreadable otherwise. For tools that
+    keep a fact's text (a profile snapshot), outside a check."""
+    fact = FACTS[name]
+    out = node.fleet.fact_output(node.name, name, arg)
+    value_of(fact, out, node.name)
+    return out.stdout
 
 
 def _value(node, fact: Fact, arg: Any) -> Any:
