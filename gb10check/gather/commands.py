@@ -76,12 +76,21 @@ def route_to(ip: str) -> str:
     return f"ip -j route get {shlex.quote(ip)}"
 
 
+def shell_path(path: str) -> str:
+    """A path quoted for sh, a leading ~ left for the shell to expand to the user's home (a quoted ~ is a folder named ~)."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
 def netplan_mode(path: str) -> str:
-    return f"stat -c %a {shlex.quote(path)}"
+    return f"stat -c %a {shell_path(path)}"
 
 
 def cat(path: str) -> str:
-    return f"cat {shlex.quote(path)}"
+    return f"cat {shell_path(path)}"
 
 
 def image_inspect(image: str) -> str:
@@ -90,7 +99,7 @@ def image_inspect(image: str) -> str:
 
 def disk_free(paths: list[str]) -> str:
     """df -B1 of each path, or of its nearest existing parent (a cache not made yet), each after a `-- df -B1 PATH --` note."""
-    return "; ".join(f"p={shlex.quote(p)}; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; echo \"-- df -B1 {p} --\"; "
+    return "; ".join(f"p={shell_path(p)}; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; echo \"-- df -B1 {p} --\"; "
                      "df -B1 --output=target,avail \"$p\"" for p in paths)
 
 

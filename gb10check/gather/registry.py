@@ -542,7 +542,8 @@ def cause(fact: Fact, out: Output, node_name: str) -> Unreadable | None:
                           package=package or f"the package that provides {tool}")
     if fact.ok_exits is not ANY_EXIT and out.rc not in fact.ok_exits:
         return Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}", Code.COMMAND_FAILED, "the command to succeed")
-    if not fact.empty_ok and not out.stdout.strip():
+    # Nothing printed is an answer only where the registry says so; a failing command's words are its reader's to judge.
+    if not fact.empty_ok and not out.stdout.strip() and (out.rc == 0 or fact.ok_exits is not ANY_EXIT):
         return Unreadable(f"`{out.command}` printed nothing (exit {out.rc})", Code.GARBLED, f"{fact.what}")
     return None
 
