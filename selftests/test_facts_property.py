@@ -126,20 +126,26 @@ def read_by(fn, kwargs: dict, fleet) -> set[tuple[str, str]]:
 
 
 def outcome(fn, kwargs: dict, cluster) -> str:
+    return run_check(fn, kwargs, cluster)[0]
+
+
+def run_check(fn, kwargs: dict, cluster) -> tuple[str, str]:
+    """(outcome, what it said) of one parametrization of a check, as the plugin would report it."""
     token = registry.declared(declared(fn), cluster)
     try:
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             fn(**kwargs)
-        return "warning" if any(issubclass(w.category, Degraded) for w in seen) else "passed"
-    except NotChecked:
-        return "not checked"
-    except pytest.fail.Exception:
-        return "failed"
-    except pytest.skip.Exception:
-        return "skipped"
-    except RemoteError:
-        return "not checked"  # as the plugin reports it
+        said = [str(w.message) for w in seen if issubclass(w.category, Degraded)]
+        return ("warning", "\n".join(said)) if said else ("passed", "")
+    except NotChecked as exc:
+        return "not checked", str(exc.msg)
+    except pytest.fail.Exception as exc:
+        return "failed", str(exc.msg)
+    except pytest.skip.Exception as exc:
+        return "skipped", str(exc.msg)
+    except RemoteError as exc:
+        return "not checked", str(exc)  # as the plugin reports it
     finally:
         registry.undeclare(token)
 
