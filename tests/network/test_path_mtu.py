@@ -4,7 +4,8 @@ per run with the other reachability probes, gb10check/probes.py)."""
 import pytest
 
 from gb10check.checks import netpath
-from gb10check.verdict import report
+from gb10check.remedies import Code
+from gb10check.verdict import not_checked, report
 
 pytestmark = pytest.mark.network
 
@@ -12,5 +13,6 @@ pytestmark = pytest.mark.network
 def test_path_mtu(path):
     res = path.src.fleet.probes().result(path.src.name, path.src_link.netdev, path.dst.name, path.dst_link.netdev)
     if res.ping is not None and res.ping[0] != 0:
-        pytest.skip(f"{path.src.name}: {path.dst_link.ip} answers no ping at all over {path.src_link.netdev} (see test_ping)")
+        not_checked(Code.PREREQUISITE, f"{path.src.name}:{path.src_link.netdev}", f"{path.dst_link.ip} answers no ping at all",
+                    "a peer that answers a plain ping", check="test_ping")
     report(netpath.judge_path_mtu(path.src.name, path.src_link, path.dst.name, path.dst_link, *res.ping_df))

@@ -6,7 +6,8 @@ import pytest
 
 from gb10check.checks import reach
 from gb10check.probes import CONNECT_TIMEOUT_S
-from gb10check.verdict import report
+from gb10check.remedies import Code
+from gb10check.verdict import not_checked, report
 
 pytestmark = pytest.mark.network
 
@@ -30,8 +31,9 @@ def test_port_open(path, required_port, cluster):
     res = probed(path)
     ok, why = res.port(required_port)
     if ok != 0 and res.ping[0] != 0:  # ufw lets ICMP echo through: no ping means the link, not the firewall
-        pytest.skip(f"cannot tell whether {path.dst.name} port {required_port} is open: {path.src.name} does not reach "
-                    f"{path.dst_link.ip} over {path.src_link.netdev} at all (see test_ping)")
+        not_checked(Code.PREREQUISITE, f"{path.src.name}:{path.src_link.netdev}", f"whether {path.dst.name} port "
+                    f"{required_port} is open: {path.dst_link.ip} is not reached at all", "a peer that answers a plain ping",
+                    check="test_ping")
     source = next((str(s) for s in cluster.expect.firewall.sources if path.src_link.address.ip in s),
                   str(path.src_link.address.network))
     report(reach.judge_port(path.src.name, path.src_link, path.dst.name, path.dst_link, required_port, ok, why, CONNECT_TIMEOUT_S,
