@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 CHECKS = '''
 import pytest
 from gb10check.gather import read, reads
-from gb10check.gather.registry import FACTS, Fact, const, parser
+from gb10check.gather.readers import parser
+from gb10check.gather.registry import FACTS, Fact, const
 
 pytestmark = pytest.mark.preflight
 

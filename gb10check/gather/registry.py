@@ -18,20 +18,18 @@ there is no live fallback. Text read from a node is data: nothing of it is execu
 
 import contextvars
 import dataclasses
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .. import compose as stack
 from .. import facts
-from ..checks import container, model, platform
-from ..checks.host import os_release
+from ..checks import container
 from ..cluster import Cluster, Node
 from ..remedies import Code
 from ..verdict import Finding, report
 from . import commands as c
 from . import programs
+from . import readers as r
 from .batch import TIMED_OUT, Output, Unreadable
 
 ANY_EXIT = None  # a reader that takes every exit status: the tool's errors are facts its judge reads
@@ -72,289 +70,6 @@ class Fact:
         return [None]
 
 
-def parser(kind: str) -> Callable[[Output], Any]:
-    return lambda out: facts.parse(kind, out.stdout)
-
-
-def stripped(out: Output) -> str:
-    return out.stdout.strip()
-
-
-def matching(kind: str, pattern: str, what: str) -> Callable[[Output], str]:
-    """The output's text, stripped, when every line matches `pattern`; else garbled."""
-    rule = re.compile(pattern)
-
-    def read(out: Output) -> str:
-        lines = out.stdout.strip().splitlines()
-        if not lines or not all(rule.fullmatch(line.strip()) for line in lines):
-            raise facts.ParseError(kind, what, out.stdout)
-        return out.stdout.strip()
-
-    return read
-
-
-def cmdline(out: Output) -> str:
-    """/proc/cmdline: one line of boot parameters, some of them KEY=value."""
-    text = out.stdout.strip()
-    if "\n" in text or not any("=" in token for token in text.split()):
-        raise facts.ParseError("/proc/cmdline", "one line of boot parameters (root=... quiet ...)", out.stdout)
-    return text
-
-
-def os_image(out: Output) -> str:
-    """os-release's (or dgx-release's) KEY=value lines, named by host.os_release."""
-    if not re.search(r'^[A-Z_]+=', out.stdout, re.M):
-        raise facts.ParseError("os-release", "KEY=value lines (PRETTY_NAME=..., DGX_OTA_VERSION=...)", out.stdout)
-    return os_release(out.stdout)
-
-
-def docker_version(out: Output) -> tuple[int, str]:
-    """(exit, what docker said): its errors are facts for the judge; a success must print a version."""
-    if out.rc == 0 and not re.fullmatch(r"\d+\.\d+\S*", out.stdout.strip()):
-        raise facts.ParseError("docker version", "the server's version (e.g. 28.3.3)", out.stdout)
-    return out.rc, out.stdout + out.stderr
-
-
-def docker_ps(out: Output) -> str:
-    facts.docker.parse_ps(out.stdout)  # refuses a line that is not NAME<TAB>IMAGE<TAB>STATE<TAB>STATUS
-    return out.stdout
-
-
-def docker_stats(out: Output) -> str:
-    if any(line.strip() and line.count("\t") != 1 for line in out.stdout.splitlines()):
-        raise facts.ParseError("docker stats", "NAME<TAB>MEM USAGE lines (docker stats --format ...)", out.stdout)
-    return out.stdout
-
-
-def live_chain(out: Output) -> str:
-    """`iptables -S ufw-user-input`: its rules; empty when the chain does not exist (ufw inactive)."""
-    if out.rc == 1 and re.search(r"No chain/target/match|chain .* does not exist", out.stderr, re.I):
-        return ""
-    if out.rc != 0:
-        raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-    return matching("iptables -S", r"-[NAP] \S+.*", "-N/-A/-P rule lines")(out)
-
-
-def both(out: Output) -> str:
-    """stdout and stderr together: for outputs whose errors are facts too (nvidia-smi's NVML mismatch)."""
-    return out.stdout + out.stderr
-
-
-def file_or_absent(out: Output) -> str | None:
-    """A file's text; None when it does not exist (its absence is a fact); any other error is unreadable."""
-    if out.rc == 0:
-        return out.stdout
-    if "No such file" in out.stderr:
-        return None
-    raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-
-
-def json_file_or_absent(out: Output) -> str | None:
-    """A JSON file's text (checked to be JSON); None when it does not exist."""
-    text = file_or_absent(out)
-    if text is not None:
-        try:
-            json.loads(text)
-        except ValueError:
-            raise facts.ParseError(out.command, "a JSON document", text) from None
-    return text
-
-
-def json_list(out: Output) -> list:
-    try:
-        got = json.loads(out.stdout)
-    except ValueError as exc:
-        raise facts.ParseError(out.command, "JSON", out.stdout) from None
-    if not isinstance(got, list):
-        raise facts.ParseError(out.command, "a JSON list", out.stdout)
-    return got
-
-
-def gpu_names(out: Output) -> list:
-    if (facts.nvidia.nvml_mismatch(out.stdout + out.stderr)):
-        raise Unreadable("nvidia-smi cannot ask the GPU: NVML driver/library version mismatch (test_driver_parity fails for it)",
-                         Code.PREREQUISITE, check="test_driver_parity")
-    if out.rc != 0:
-        raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-    return [r.get("name") for r in facts.parse("nvidia_smi_query", out.stdout)]
-
-
-def gpu_list(out: Output) -> str:
-    if out.rc != 0:
-        raise Unreadable(f"nvidia-smi fails on the host itself ({last_line(out)}): a container cannot do better",
-                         Code.PREREQUISITE, check="test_driver_parity")
-    return matching("nvidia-smi -L", r"GPU \d+: .*|\s*MIG .*", "`GPU N: NAME (UUID: ...)` lines")(out)
-
-
-def installed_driver(smi_query: str) -> str:
-    """The user-mode driver's version from nvidia-smi's answer; the driver's own check says why there is none."""
-    from ..checks.host import installed_driver as version
-
-    found = version(smi_query)
-    if found is None:
-        raise Unreadable("nvidia-smi reports no driver version", Code.PREREQUISITE, check="test_driver_parity")
-    return found
-
-
-@dataclass(frozen=True)
-class Image:
-    """The deployment image on a node: its facts, or None with docker's words when it is not there."""
-
-    info: Any
-    missing: str = ""
-
-
-def image(out: Output) -> Image:
-    if out.rc == 0:
-        return Image(facts.parse("docker_image_inspect", out.stdout))
-    said = out.stdout + out.stderr
-    if "No such image" in said or "No such object" in said:
-        return Image(None, out.stderr)
-    raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-
-
-def image_present(img: Image, cluster_image: str = "") -> Image:
-    if img.info is None:
-        raise Unreadable("the deployment image is not on the node", Code.PREREQUISITE, check="test_image")
-    return img
-
-
-def sizing_files(config: str | None, index: str | None) -> tuple[str, str]:
-    if config is None or index is None:
-        raise Unreadable(f"no {'config.json' if config is None else 'model.safetensors.index.json'} of the model to size it by",
-                         Code.PREREQUISITE, check="test_model_artifacts")
-    return config, index
-
-
-def compose_config(text: str | None) -> dict:
-    if text is None:
-        raise Unreadable("no compose file on the node", Code.PREREQUISITE, check="test_compose_lint")
-    return facts.parse("compose_config", text)
-
-
-def env_vars(env: str | None) -> dict[str, str]:
-    if env is None:
-        raise Unreadable("no .env on the node", Code.PREREQUISITE, check="test_compose_lint")
-    odd = [line for line in env.splitlines() if line.strip() and not line.strip().startswith("#") and "=" not in line]
-    if odd:
-        raise facts.ParseError(".env", "KEY=value lines and comments", "\n".join(odd))
-    return stack.parse_env(env)
-
-
-def vllm_service(config: dict, env: dict[str, str]) -> tuple[str, dict]:
-    """(name, the service interpolated with the node's .env) of the compose file's vllm service."""
-    if not env:
-        raise Unreadable("the .env sets no variable to interpolate the compose file with", Code.PREREQUISITE,
-                         check="test_env_file")
-    found = stack.vllm_service(config)
-    if found is None:
-        raise Unreadable("no vllm service in the compose file", Code.PREREQUISITE, check="test_compose_lint")
-    return found[0], stack.interpolate(found[1], env)
-
-
-def docker_usable(server: tuple[int, str]) -> bool:
-    rc, said = server
-    if rc != 0:
-        lines = said.strip().splitlines()
-        raise Unreadable(f"docker is not usable ({lines[-1][:200] if lines else f'exit {rc}'})", Code.PREREQUISITE,
-                         check="test_container_runtime")
-    return True
-
-
-def ib_sysfs(out: Output):
-    if out.rc == 2 and not out.stdout.strip():
-        raise Unreadable("no RDMA device under /sys/class/infiniband (no RDMA driver loaded, or no RDMA NIC)", Code.NO_RDMA)
-    if out.rc != 0:
-        raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-    return facts.parse("ib_sysfs", out.stdout)
-
-
-def rdma_counters(out: Output):
-    counters = platform.read_counters(out.stdout)
-    if not counters:
-        raise Unreadable("no error counters under /sys/class/infiniband/*/ports/*/counters", Code.NO_RDMA)
-    return counters
-
-
-def kernel_log(out: Output):
-    log = facts.parse("kernel_log", out.stdout)
-    if log.source == "none":
-        raise Unreadable("neither journalctl -k -b nor dmesg could be read")
-    return log
-
-
-def lspci(out: Output):
-    if not out.stdout.strip():
-        raise Unreadable("lspci lists no Mellanox PCI function (no ConnectX card seen on the PCI bus)", Code.NO_RDMA)
-    functions = facts.parse("lspci", out.stdout)
-    if not any(f.is_connectx7 for f in functions):
-        raise Unreadable("no ConnectX-7 (MT2910, 15b3:1021) among the Mellanox PCI functions", Code.NO_RDMA)
-    return functions
-
-
-def driver_packages(out: Output) -> list:
-    if out.rc == 1 and "no packages found" in out.stderr:
-        return []
-    if out.rc != 0:
-        raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-    return facts.parse("dpkg_query", out.stdout)
-
-
-def unattended(out: Output):
-    """apt's Unattended-Upgrade settings; None when there are none (apt-config prints none, and there is no
-    50unattended-upgrades: unattended-upgrades is not installed)."""
-    if out.rc == 1 and "No such file" in out.stderr:
-        return None
-    if out.rc != 0:
-        raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-    return facts.parse("unattended_upgrades", out.stdout) if out.stdout.strip() else None
-
-
-def route_dev(out: Output) -> tuple[str | None, str]:
-    """(the device the kernel routes through, the kernel's error): `ip route get`'s refusal is an answer too."""
-    if out.rc == 0:
-        routes = json_list(out)
-        if not routes:
-            raise facts.ParseError(out.command, "one route", out.stdout)
-        return routes[0].get("dev"), ""
-    return None, out.stderr.strip()
-
-
-def listing(out: Output):
-    """The model's cache listing (`f MODE SIZE PATH` and `l PATH TARGET` lines); empty when its folder does not exist."""
-    if out.rc != 0:
-        if "can't cd" in out.stderr or "No such file" in out.stderr:
-            return model.parse_listing("")
-        raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-    if any(line.strip() and not re.match(r"(f \d+ \d+|l) \./", line) for line in out.stdout.splitlines()):
-        raise facts.ParseError("model listing", "`f MODE SIZE ./PATH` and `l ./PATH TARGET` lines (find -printf)", out.stdout)
-    return model.parse_listing(out.stdout)
-
-
-def reboot_flag(out: Output) -> str:
-    """`present` and the packages that asked for the reboot, or `absent`."""
-    first = out.stdout.strip().splitlines()[0].strip() if out.stdout.strip() else ""
-    if first not in ("present", "absent"):
-        raise facts.ParseError("reboot-required", "'present' or 'absent' first", out.stdout)
-    return out.stdout
-
-
-def integer(out: Output) -> int:
-    try:
-        return int(out.stdout.strip())
-    except ValueError:
-        raise facts.ParseError(out.command, "a number", out.stdout) from None
-
-
-def runtime(out: Output) -> tuple[int, str]:
-    return out.rc, out.stdout + out.stderr
-
-
-def last_line(out: Output) -> str:
-    detail = (out.stderr or out.stdout).strip().splitlines()
-    return detail[-1][:300] if detail else "no output"
-
-
 def _f(name, what, command, read, **kw) -> Fact:
     return Fact(name, what, command, read, **kw)
 
@@ -371,97 +86,97 @@ def canary_needs(cluster: Cluster) -> tuple[str, ...]:
 NVIDIA_UTILS = "the NVIDIA driver's utilities (nvidia-utils-<version>, installed with the driver)"
 
 FACTS: dict[str, Fact] = {f.name: f for f in [
-    _f("whoami", "the SSH user's name", const(c.WHOAMI), stripped),
-    _f("os_release", "the OS image", const(c.OS_RELEASE), os_image),
-    _f("kernel", "the running kernel", const(c.KERNEL), matching("uname -r", r"\d+\.\d+[\w.+~-]*", "a kernel release (6.11.0-1016-nvidia)")),
-    _f("machine", "the architecture", const(c.MACHINE), matching("uname -m", r"[a-z0-9_]+", "an architecture (aarch64)")),
-    _f("driver_module", "/proc/driver/nvidia/version", const(c.PROC_DRIVER), both, ok_exits=ANY_EXIT, empty_ok=True),
-    _f("driver_query", "nvidia-smi's driver version", const(c.DRIVER_QUERY), both, ok_exits=ANY_EXIT, empty_ok=True),
-    _f("gpu_names", "nvidia-smi's GPU names", const(c.GPU_NAME_QUERY), gpu_names, tool="nvidia-smi", package=NVIDIA_UTILS,
+    _f("whoami", "the SSH user's name", const(c.WHOAMI), r.stripped),
+    _f("os_release", "the OS image", const(c.OS_RELEASE), r.os_image),
+    _f("kernel", "the running kernel", const(c.KERNEL), r.matching("uname -r", r"\d+\.\d+[\w.+~-]*", "a kernel release (6.11.0-1016-nvidia)")),
+    _f("machine", "the architecture", const(c.MACHINE), r.matching("uname -m", r"[a-z0-9_]+", "an architecture (aarch64)")),
+    _f("driver_module", "/proc/driver/nvidia/version", const(c.PROC_DRIVER), r.both, ok_exits=ANY_EXIT, empty_ok=True),
+    _f("driver_query", "nvidia-smi's driver version", const(c.DRIVER_QUERY), r.both, ok_exits=ANY_EXIT, empty_ok=True),
+    _f("gpu_names", "nvidia-smi's GPU names", const(c.GPU_NAME_QUERY), r.gpu_names, tool="nvidia-smi", package=NVIDIA_UTILS,
        ok_exits=ANY_EXIT, parse_kind="nvidia_smi_query"),
-    _f("gpu_inventory", "each GPU's name, driver and memory", const(c.GPU_INVENTORY), parser("nvidia_smi_query"),
+    _f("gpu_inventory", "each GPU's name, driver and memory", const(c.GPU_INVENTORY), r.parser("nvidia_smi_query"),
        tool="nvidia-smi", package=NVIDIA_UTILS, parse_kind="nvidia_smi_query"),
-    _f("gpu_list", "nvidia-smi -L", const(c.GPU_LIST), gpu_list, tool="nvidia-smi", package=NVIDIA_UTILS, ok_exits=ANY_EXIT),
-    _f("installed_driver", "the installed user-mode driver's version", None, installed_driver, needs=("driver_query",)),
-    _f("ip_addr", "the node's interfaces and addresses", const(c.IP_ADDR), parser("ip_j_addr"), tool="ip", package="iproute2",
+    _f("gpu_list", "nvidia-smi -L", const(c.GPU_LIST), r.gpu_list, tool="nvidia-smi", package=NVIDIA_UTILS, ok_exits=ANY_EXIT),
+    _f("installed_driver", "the installed user-mode driver's version", None, r.installed_driver, needs=("driver_query",)),
+    _f("ip_addr", "the node's interfaces and addresses", const(c.IP_ADDR), r.parser("ip_j_addr"), tool="ip", package="iproute2",
        parse_kind="ip_j_addr"),
-    _f("default_routes", "the default routes", const(c.DEFAULT_ROUTE), json_list, tool="ip", package="iproute2"),
-    _f("ibdev2netdev", "ibdev2netdev", const(c.IBDEV2NETDEV), parser("ibdev2netdev"), tool="ibdev2netdev",
+    _f("default_routes", "the default routes", const(c.DEFAULT_ROUTE), r.json_list, tool="ip", package="iproute2"),
+    _f("ibdev2netdev", "ibdev2netdev", const(c.IBDEV2NETDEV), r.parser("ibdev2netdev"), tool="ibdev2netdev",
        package="mlnx-tools (DOCA-OFED; DGX OS ships it)", parse_kind="ibdev2netdev"),
-    _f("ib_sysfs", "the RDMA ports in sysfs", const(c.SYSFS_IB), ib_sysfs, ok_exits=ANY_EXIT, parse_kind="ib_sysfs"),
-    _f("meminfo", "/proc/meminfo", const(c.MEMINFO), parser("meminfo"), parse_kind="meminfo"),
-    _f("docker_server", "docker's server version", const(container.DOCKER_SERVER), docker_version, ok_exits=ANY_EXIT,
+    _f("ib_sysfs", "the RDMA ports in sysfs", const(c.SYSFS_IB), r.ib_sysfs, ok_exits=ANY_EXIT, parse_kind="ib_sysfs"),
+    _f("meminfo", "/proc/meminfo", const(c.MEMINFO), r.parser("meminfo"), parse_kind="meminfo"),
+    _f("docker_server", "docker's server version", const(container.DOCKER_SERVER), r.docker_version, ok_exits=ANY_EXIT,
        empty_ok=True),
-    _f("compose_version", "docker compose version", const(container.COMPOSE_VERSION), both, ok_exits=ANY_EXIT, empty_ok=True),
-    _f("docker_usable", "docker usable by the SSH user", None, docker_usable, needs=("docker_server",)),
-    _f("image", "the deployment image", lambda cl, n, a: c.image_inspect(cl.deploy.image), image, tool="docker",
+    _f("compose_version", "docker compose version", const(container.COMPOSE_VERSION), r.both, ok_exits=ANY_EXIT, empty_ok=True),
+    _f("docker_usable", "docker usable by the SSH user", None, r.docker_usable, needs=("docker_server",)),
+    _f("image", "the deployment image", lambda cl, n, a: c.image_inspect(cl.deploy.image), r.image, tool="docker",
        package="docker.io", ok_exits=ANY_EXIT, needs=("docker_usable",), parse_kind="docker_image_inspect"),
-    _f("image_present", "the deployment image, present", None, lambda docker, img: image_present(img),
+    _f("image_present", "the deployment r.image, present", None, lambda docker, img: r.image_present(img),
        needs=("docker_usable", "image")),
     _f("gpu_probe", "nvidia-smi -L in a container of the image",
-       lambda cl, n, a: container.gpu_probe(cl.deploy.image, cl.deploy.extra_volumes), runtime, ok_exits=ANY_EXIT,
+       lambda cl, n, a: container.gpu_probe(cl.deploy.image, cl.deploy.extra_volumes), r.runtime, ok_exits=ANY_EXIT,
        needs=("gpu_list", "image_present")),
     # Nothing running prints nothing: an empty list is an answer.
-    _f("docker_ps", "docker ps", const(c.DOCKER_PS), docker_ps, empty_ok=True, needs=("docker_usable",)),
-    _f("docker_stats", "docker stats", const(c.DOCKER_STATS), docker_stats, empty_ok=True, needs=("docker_usable",)),
-    _f("compose_file", "the compose file", lambda cl, n, a: c.cat(c.compose_files(cl)[0]), file_or_absent, ok_exits=ANY_EXIT,
+    _f("docker_ps", "docker ps", const(c.DOCKER_PS), r.docker_ps, empty_ok=True, needs=("docker_usable",)),
+    _f("docker_stats", "docker stats", const(c.DOCKER_STATS), r.docker_stats, empty_ok=True, needs=("docker_usable",)),
+    _f("compose_file", "the compose file", lambda cl, n, a: c.cat(c.compose_files(cl)[0]), r.file_or_absent, ok_exits=ANY_EXIT,
        empty_ok=True),
-    _f("env_file", "the .env file", lambda cl, n, a: c.cat(c.compose_files(cl)[1]), file_or_absent, ok_exits=ANY_EXIT,
+    _f("env_file", "the .env file", lambda cl, n, a: c.cat(c.compose_files(cl)[1]), r.file_or_absent, ok_exits=ANY_EXIT,
        empty_ok=True),
-    _f("compose_config", "the compose file, as YAML", None, compose_config, needs=("compose_file",), parse_kind="compose_config"),
-    _f("env_vars", "the .env's variables", None, env_vars, needs=("env_file",)),
-    _f("vllm_service", "the compose file's vllm service, interpolated with the .env", None, vllm_service,
+    _f("compose_config", "the compose file, as YAML", None, r.compose_config, needs=("compose_file",), parse_kind="compose_config"),
+    _f("env_vars", "the .env's variables", None, r.env_vars, needs=("env_file",)),
+    _f("vllm_service", "the compose file's vllm service, interpolated with the .env", None, r.vllm_service,
        needs=("compose_config", "env_vars")),
-    # An empty folder lists nothing, and a folder not made yet fails its cd (sh: exit 2): both mean nothing downloaded.
-    _f("model_listing", "the model's Hugging Face cache listing", lambda cl, n, a: c.model_listing(cl), listing,
+    # An empty folder lists nothing, and a folder not made yet fails its cd (sh: exit 2): r.both mean nothing downloaded.
+    _f("model_listing", "the model's Hugging Face cache listing", lambda cl, n, a: c.model_listing(cl), r.listing,
        ok_exits=(0, 1, 2), empty_ok=True),
-    _f("model_config", "the model's config.json", lambda cl, n, a: c.snapshot_file(cl, "config.json"), json_file_or_absent,
+    _f("model_config", "the model's config.json", lambda cl, n, a: c.snapshot_file(cl, "config.json"), r.json_file_or_absent,
        ok_exits=ANY_EXIT),
     _f("model_index", "the model's safetensors index", lambda cl, n, a: c.snapshot_file(cl, "model.safetensors.index.json"),
-       json_file_or_absent, ok_exits=ANY_EXIT),
-    _f("model_sizing_files", "the model's config.json and safetensors index, both present", None, sizing_files,
+       r.json_file_or_absent, ok_exits=ANY_EXIT),
+    _f("model_sizing_files", "the model's config.json and safetensors index, r.both present", None, r.sizing_files,
        needs=("model_config", "model_index")),
-    _f("mtu", "a netdev's MTU", lambda cl, n, netdev: c.mtu(netdev), integer, per="link"),
-    _f("route_to", "the route to a peer's link address", lambda cl, n, ip: c.route_to(ip), route_dev, tool="ip",
+    _f("mtu", "a netdev's MTU", lambda cl, n, netdev: c.mtu(netdev), r.integer, per="link"),
+    _f("route_to", "the route to a peer's link address", lambda cl, n, ip: c.route_to(ip), r.route_dev, tool="ip",
        package="iproute2", ok_exits=ANY_EXIT, empty_ok=True, per="peer"),
-    _f("cmdline", "the kernel command line", const(c.CMDLINE), cmdline),
-    _f("bios_version", "the BIOS version", const(c.BIOS_VERSION), matching("bios_version", r"\S+", "one word (5.36_0ACUM018)")),
-    _f("bios_date", "the BIOS date", const(c.BIOS_DATE), matching("bios_date", r"\d\d/\d\d/\d{4}", "MM/DD/YYYY")),
-    _f("driver_packages", "the NVIDIA driver packages (dpkg)", const(c.DRIVER_PACKAGES), driver_packages, tool="dpkg-query",
+    _f("cmdline", "the kernel command line", const(c.CMDLINE), r.cmdline),
+    _f("bios_version", "the BIOS version", const(c.BIOS_VERSION), r.matching("bios_version", r"\S+", "one word (5.36_0ACUM018)")),
+    _f("bios_date", "the BIOS date", const(c.BIOS_DATE), r.matching("bios_date", r"\d\d/\d\d/\d{4}", "MM/DD/YYYY")),
+    _f("driver_packages", "the NVIDIA driver packages (dpkg)", const(c.DRIVER_PACKAGES), r.driver_packages, tool="dpkg-query",
        package="dpkg (a Debian-based OS)", ok_exits=ANY_EXIT, empty_ok=True),
     # No settings (apt-config prints none) is an answer: nothing is excluded from upgrades.
-    _f("unattended_upgrades", "apt's Unattended-Upgrade settings", const(c.UNATTENDED_UPGRADES), unattended,
+    _f("unattended_upgrades", "apt's Unattended-Upgrade settings", const(c.UNATTENDED_UPGRADES), r.unattended,
        ok_exits=(0, 1), empty_ok=True),
-    _f("reboot_required", "/var/run/reboot-required", const(c.REBOOT_REQUIRED), reboot_flag),
-    _f("rdma_counters", "the RDMA ports' error counters", const(c.RDMA_COUNTERS), rdma_counters, empty_ok=True),
-    _f("nm_profiles", "NetworkManager's profiles", const(c.NM_PROFILES), parser("nmcli_profiles"), parse_kind="nmcli_profiles"),
-    _f("ibv_devinfo", "ibv_devinfo", const(c.IBV_DEVINFO), parser("ibv_devinfo"), tool="ibv_devinfo", package="ibverbs-utils",
+    _f("reboot_required", "/var/run/reboot-required", const(c.REBOOT_REQUIRED), r.reboot_flag),
+    _f("rdma_counters", "the RDMA ports' error counters", const(c.RDMA_COUNTERS), r.rdma_counters, empty_ok=True),
+    _f("nm_profiles", "NetworkManager's profiles", const(c.NM_PROFILES), r.parser("nmcli_profiles"), parse_kind="nmcli_profiles"),
+    _f("ibv_devinfo", "ibv_devinfo", const(c.IBV_DEVINFO), r.parser("ibv_devinfo"), tool="ibv_devinfo", package="ibverbs-utils",
        parse_kind="ibv_devinfo"),
     _f("disk_free", "free space of the HF cache and docker's data",
-       lambda cl, n, a: c.disk_free([cl.deploy.hf_cache, c.DOCKER_ROOT]), parser("df"), tool="df", package="coreutils",
+       lambda cl, n, a: c.disk_free([cl.deploy.hf_cache, c.DOCKER_ROOT]), r.parser("df"), tool="df", package="coreutils",
        parse_kind="df"),
-    _f("ufw_status", "ufw status verbose", const(c.UFW_STATUS), parser("ufw_status"), sudo=True, tool="ufw", package="ufw",
+    _f("ufw_status", "ufw status verbose", const(c.UFW_STATUS), r.parser("ufw_status"), sudo=True, tool="ufw", package="ufw",
        parse_kind="ufw_status"),
-    _f("ufw_user_rules", "/etc/ufw/user.rules", const(c.UFW_USER_RULES), parser("ufw_user_rules"), sudo=True,
+    _f("ufw_user_rules", "/etc/ufw/user.rules", const(c.UFW_USER_RULES), r.parser("ufw_user_rules"), sudo=True,
        parse_kind="ufw_user_rules"),
     _f("ufw_conf", "/etc/ufw/ufw.conf", const(c.UFW_CONF), lambda out: out.stdout, sudo=True),
     # The chain exists only while ufw is active: its absence (exit 1) is an answer, read with ufw's status.
-    _f("ufw_live", "the live ufw-user-input chain", const(c.UFW_LIVE), live_chain, sudo=True, tool="iptables",
+    _f("ufw_live", "the live ufw-user-input chain", const(c.UFW_LIVE), r.live_chain, sudo=True, tool="iptables",
        package="iptables", ok_exits=ANY_EXIT),
-    _f("netplan_mode", "the netplan file's mode", lambda cl, n, a: c.netplan_mode(cl.expect.netplan_file), file_or_absent,
+    _f("netplan_mode", "the netplan file's mode", lambda cl, n, a: c.netplan_mode(cl.expect.netplan_file), r.file_or_absent,
        sudo=True, ok_exits=ANY_EXIT),
-    _f("netplan_content", "the netplan file", lambda cl, n, a: c.cat(cl.expect.netplan_file), file_or_absent, sudo=True,
+    _f("netplan_content", "the netplan file", lambda cl, n, a: c.cat(cl.expect.netplan_file), r.file_or_absent, sudo=True,
        ok_exits=ANY_EXIT, empty_ok=True),
-    _f("ethtool", "ethtool NETDEV", lambda cl, n, netdev: c.ethtool(netdev), parser("ethtool"), sudo=True, tool="ethtool",
+    _f("ethtool", "ethtool NETDEV", lambda cl, n, netdev: c.ethtool(netdev), r.parser("ethtool"), sudo=True, tool="ethtool",
        package="ethtool", per="link", parse_kind="ethtool"),
-    _f("ethtool_info", "ethtool -i NETDEV", lambda cl, n, netdev: c.ethtool_info(netdev), parser("ethtool"), sudo=True,
+    _f("ethtool_info", "ethtool -i NETDEV", lambda cl, n, netdev: c.ethtool_info(netdev), r.parser("ethtool"), sudo=True,
        tool="ethtool", package="ethtool", per="link", parse_kind="ethtool"),
-    _f("kernel_log", "the kernel log since boot", const(c.KERNEL_LOG), kernel_log, sudo=True, parse_kind="kernel_log"),
-    _f("lspci", "the Mellanox PCI functions", const(c.LSPCI), lspci, sudo=True, tool="lspci", package="pciutils",
+    _f("kernel_log", "the kernel log since boot", const(c.KERNEL_LOG), r.kernel_log, sudo=True, parse_kind="kernel_log"),
+    _f("lspci", "the Mellanox PCI functions", const(c.LSPCI), r.lspci, sudo=True, tool="lspci", package="pciutils",
        empty_ok=True, parse_kind="lspci"),
-    _f("canary_runner", "somewhere to run our programs: the image (docker, the image present) or deploy.canary_python", None,
+    _f("canary_runner", "somewhere to run our programs: the r.image (docker, the r.image present) or deploy.canary_python", None,
        lambda *needed: True, needs=canary_needs),
-    _f("canary_nccl", "the NCCL library torch in the image loads", lambda cl, n, a: programs.program(cl, "nccl", gpus=False)[0],
+    _f("canary_nccl", "the NCCL library torch in the r.image loads", lambda cl, n, a: programs.program(cl, "nccl", gpus=False)[0],
        programs.program_json, ok_exits=ANY_EXIT, empty_ok=True, needs=canary_needs,
        timeout=lambda cl: programs.canary_timeout(cl, "nccl"), shown=lambda cl: programs.program(cl, "nccl", gpus=False)[1]),
     _f("canary_kernels", "a torch op and a Triton kernel on the GPU in the image",
@@ -541,7 +256,7 @@ def cause(fact: Fact, out: Output, node_name: str) -> Unreadable | None:
         return Unreadable(f"`{tool}` is not installed", Code.TOOL_MISSING, f"`{tool}` on the node", tool=tool,
                           package=package or f"the package that provides {tool}")
     if fact.ok_exits is not ANY_EXIT and out.rc not in fact.ok_exits:
-        return Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}", Code.COMMAND_FAILED, "the command to succeed")
+        return Unreadable(f"`{out.command}` exited {out.rc}: {r.last_line(out)}", Code.COMMAND_FAILED, "the command to succeed")
     # Nothing printed is an answer only where the registry says so; a failing command's words are its reader's to judge.
     if not fact.empty_ok and not out.stdout.strip() and (out.rc == 0 or fact.ok_exits is not ANY_EXIT):
         return Unreadable(f"`{out.command}` printed nothing (exit {out.rc})", Code.GARBLED, f"{fact.what}")
