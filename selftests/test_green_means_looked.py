@@ -96,3 +96,13 @@ def test_a_missing_sudo_is_not_read_as_a_missing_tool():
 def test_every_cause_of_not_checked_has_a_code_that_is_never_a_failure():
     for code in (Code.TOOL_MISSING, Code.SUDO_REFUSED, Code.SUDO_MISSING, Code.NO_RDMA, Code.PREREQUISITE, Code.UNKNOWN_NEED):
         assert code in NOT_CHECKED
+
+
+def test_driver_packages_found_beside_a_pattern_that_matched_nothing_are_read():
+    """dpkg-query exits 1 when one pattern matches nothing, with the other's rows on stdout (the driver-unheld scenario)."""
+    from gb10check.gather import readers
+
+    out = Output("dpkg-query -W ...", 1, "nvidia-driver-580-open install ok installed\n",
+                 "dpkg-query: no packages found matching libnvidia-compute-*\n")
+    assert [p.name for p in readers.driver_packages(out)] == ["nvidia-driver-580-open"]
+    assert readers.driver_packages(Output("dpkg-query -W ...", 1, "", "dpkg-query: no packages found matching a\n")) == []

@@ -235,11 +235,10 @@ def lspci(out: Output):
 
 
 def driver_packages(out: Output) -> list:
-    if out.rc == 1 and "no packages found" in out.stderr:
-        return []
-    if out.rc != 0:
+    """dpkg-query's rows for the patterns; a pattern that matches nothing makes it exit 1 beside the rows of the others."""
+    if out.rc not in (0, 1) or (out.rc == 1 and "no packages found" not in out.stderr):
         raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
-    return facts.parse("dpkg_query", out.stdout)
+    return facts.parse("dpkg_query", out.stdout) if out.stdout.strip() else []
 
 
 def unattended(out: Output):
