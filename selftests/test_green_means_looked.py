@@ -104,5 +104,5 @@ def test_driver_packages_found_beside_a_pattern_that_matched_nothing_are_read():
 
     out = Output("dpkg-query -W ...", 1, "nvidia-driver-580-open install ok installed\n",
                  "dpkg-query: no packages found matching libnvidia-compute-*\n")
-    assert [p.name for p in readers.driver_packages(out)] == ["nvidia-driver-580-open"]
+    assert [p.package for p in readers.driver_packages(out)] == ["nvidia-driver-580-open"]
     assert readers.driver_packages(Output("dpkg-query -W ...", 1, "", "dpkg-query: no packages found matching a\n")) == []
