@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .remedies import Code
+
 UNITS_GIB = {"": 1.0, "b": 1 / 2**30, "k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 2**10}
 
 
@@ -319,6 +321,18 @@ class Soak(Strict):
         return v
 
 
+class Waiver(Strict):
+    """Not checked findings of this code do not close the gate; the reason is shown at the gate. A failure is never
+    waived."""
+
+    code: Code
+    reason: Annotated[str, Field(pattern=r"\S")]  # written: not empty, not blank
+
+
+class GateSettings(Strict):
+    waive: list[Waiver] = []
+
+
 class Cluster(Strict):
     name: str = "gb10"
     ssh: Ssh
@@ -327,6 +341,7 @@ class Cluster(Strict):
     deploy: Deploy
     serving: Serving = Serving()
     soak: Soak = Soak()
+    gate: GateSettings = GateSettings()
 
     @model_validator(mode="after")
     def consistent(self):
