@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("down", help="take the stack down on every node (docker compose down, followers first)")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.set_defaults(func=cmd_down)
-    p = sub.add_parser("gate", help="exit 0 when a fresh preflight+network run passed for this cluster file (deploy steps call it)")
+    p = sub.add_parser("gate", help="exit 0 when fresh full preflight and network runs passed for this cluster file (every "
+                                    "step that changes the cluster asks it)")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--max-age-h", type=float, default=24, help="how old the passing run may be, in hours (default 24)")
     p.add_argument("--override", metavar="REASON", help="go on anyway; the reason is logged beside the status")

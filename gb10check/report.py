@@ -106,7 +106,7 @@ def page(run: Run) -> str:
         f"<title>gb10check: {esc(run.cluster)} {verdict}</title>",
         "<style>body{font-family:sans-serif;margin:2em;max-width:70em}pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
-        ".failed{color:#c0392b}.passed{color:#1e8449}.skipped{color:#7f8c8d}.warn,.not-checked{color:#b9770e}</style></head><body>",
+        ".failed{color:#c0392b}.passed{color:#1e8449}.skipped{color:#7f8c8d}.warn,.warning,.not-checked{color:#b9770e}</style></head><body>",
         f"<h1>gb10check: {esc(run.cluster)} <span class='{'failed' if failed else 'passed'}'>{verdict}</span></h1>",
         f"<p>{esc(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(run.started)))}: "
         + esc(", ".join(f"{n} {k}" for k, n in sorted(c.items()))) + "</p>",
