@@ -307,12 +307,14 @@ class Recorder:
         self.found: dict[str, set[str]] = {}  # stage -> test ids collected, before anything was deselected
         self.modules: set[Path] = set()  # the test files that gave items
         self.narrowed: dict[str, list[str]] | None = None  # gated stage -> why this run is not a full run of it
+        self.selected: dict[str, list[str]] = {}  # gated stage -> the test ids selected to run
         self.worker_narrowed: list[dict] = []  # under pytest-xdist, each worker's `narrowed`
 
     # A stage's run is full when nothing of it was left out. Told apart at collection, from the suite's own files and
     # items, not from the options that narrow (-k, -m, --deselect, paths, --ignore, --lf, plugins ...), so an option
     # this code does not know of is caught as well: every test file under the suite's root (the ini's testpaths) gave
-    # items, no argument names a single test (`file::test`), and every check of the stage collected is still selected.
+    # items, no argument names a single test (`file::test`), every check of the stage collected is still selected, and
+    # every one selected gave an outcome (a run stopped by -x, --maxfail or Ctrl-C is partial too).
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list):
         for item in items:
@@ -350,23 +352,33 @@ class Recorder:
             if left_out:
                 reasons.append(f"{len(left_out)} of {len(self.found[stage])} {stage} checks deselected (-k, -m, --deselect ...)")
             self.narrowed[stage] = reasons
+            self.selected[stage] = sorted(selected.get(stage, set()))
         if hasattr(config, "workerinput"):
             config.workeroutput["gb10check_narrowed"] = self.narrowed
+            config.workeroutput["gb10check_selected"] = self.selected
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:  # pytest-xdist, on the controller: what each worker collected
         output = getattr(node, "workeroutput", None) or {}
         if "gb10check_narrowed" in output:
             self.worker_narrowed.append(output["gb10check_narrowed"])
+            for stage, ids in output.get("gb10check_selected", {}).items():
+                self.selected[stage] = sorted(set(self.selected.get(stage, [])) | set(ids))
 
     def full_stages(self) -> dict[str, list[str]]:
         """Gated stage -> why this run is not a full run of it ([] when it is)."""
         if self.narrowed is not None and not self.worker_narrowed:
-            return self.narrowed
-        if not self.worker_narrowed:
+            narrowed = {stage: list(reasons) for stage, reasons in self.narrowed.items()}
+        elif not self.worker_narrowed:
             return {stage: ["no collection seen (pytest-xdist workers gave none)"] for stage in GATED}
-        return {stage: sorted({r for w in self.worker_narrowed for r in w.get(stage, ["a worker gave no collection"])})
-                for stage in GATED}
+        else:
+            narrowed = {stage: sorted({r for w in self.worker_narrowed for r in w.get(stage, ["a worker gave no collection"])})
+                        for stage in GATED}
+        for stage in GATED:
+            unrun = [t for t in self.selected.get(stage, []) if t not in self.outcomes]
+            if unrun:
+                narrowed[stage].append(f"{len(unrun)} {stage} checks did not run (stopped early: -x, --maxfail, interrupted ...)")
+        return narrowed
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         stage = stage_of(report.keywords)

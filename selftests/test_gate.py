@@ -132,6 +132,14 @@ def test_a_partial_run_records_nothing_and_the_gate_stays_shut(suite, tmp_path, 
     assert gate(cluster).returncode == 1
 
 
+def test_a_run_stopped_early_records_no_pass_for_the_checks_it_never_ran(suite, tmp_path):
+    cluster = local_cluster(tmp_path)
+    run = pytest_run(suite, cluster, "-x", bad="ping")  # tests/test_net.py runs first: its failure stops the run
+    assert run.returncode == 1
+    assert "network FAILED (a partial run: 1 network checks did not run (stopped early" in run.stdout, run.stdout
+    assert stage.records(cluster)["network"]["verdict"] == "failed" and "preflight" not in stage.records(cluster)
+
+
 def test_each_stage_is_recorded_by_its_own_full_run_and_both_open_the_gate(suite, tmp_path):
     cluster = local_cluster(tmp_path)
     pre = pytest_run(suite, cluster, "-m", "preflight")
