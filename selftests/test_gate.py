@@ -8,7 +8,9 @@ with the suite's conftest) whose checks pass, fail or cannot look as an environm
 reached for real without the simulated cluster. Needs no root.
 """
 
+import contextlib
 import getpass
+import io
 import json
 import os
 import subprocess
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gb10check import stage
+from gb10check import cli, stage
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -103,9 +105,12 @@ def pytest_run(cwd: Path, cluster: Path, *args: str, bad: str = "") -> subproces
                            *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=env)
 
 
-def gate(cluster: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gb10check", "gate", f"--cluster={cluster}", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+def gate(cluster: Path, *args: str, step: str = "gate") -> subprocess.CompletedProcess:
+    """`gb10check STEP --cluster=CLUSTER ARGS`, in this process (the command line's own code, without a second start-up)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = cli.main([step, f"--cluster={cluster}", *args])
+    return subprocess.CompletedProcess([step, *args], rc, "", err.getvalue())
 
 
 def test_the_issues_partial_run_of_the_real_suite_leaves_the_gate_shut(tmp_path):
@@ -115,14 +120,15 @@ def test_the_issues_partial_run_of_the_real_suite_leaves_the_gate_shut(tmp_path)
     assert "preflight not recorded: a partial run (narrowed to single tests" in run.stdout
     assert "network not recorded: a partial run" in run.stdout
     assert not stage.records(cluster)
-    shut = gate(cluster)
+    shut = subprocess.run([sys.executable, "-m", "gb10check", "gate", f"--cluster={cluster}"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)  # as a user runs it
     assert shut.returncode == 1 and "gate: refused: preflight: no full run recorded" in shut.stderr, shut.stderr
 
 
 @pytest.mark.parametrize("narrowing", [("-k", "driver or ping"), ("--deselect", "tests/test_pre.py::test_pcie"),
-                                       ("tests/test_pre.py", "tests/test_net.py::test_ping"), ("tests/test_pre.py",),
+                                       ("tests/test_pre.py", "tests/test_net.py::test_ping"),
                                        ("-m", "preflight", "--ignore=tests/test_net.py")],
-                         ids=["-k", "--deselect", "paths", "one-file", "--ignore"])
+                         ids=["-k", "--deselect", "paths", "--ignore"])
 def test_a_partial_run_records_nothing_and_the_gate_stays_shut(suite, tmp_path, narrowing):
     cluster = local_cluster(tmp_path)
     run = pytest_run(suite, cluster, *narrowing)
@@ -231,8 +237,7 @@ def test_not_checked_shuts_the_gate_unless_its_code_is_waived_with_a_reason(suit
 def test_helpers_that_change_the_cluster_ask_the_gate_first(tmp_path):
     cluster = local_cluster(tmp_path)
     for step in ("netplan", "ssh-keys", "sync", "compose-render", "hold-driver", "nm-release-qsfp", "deploy"):
-        run = subprocess.run([sys.executable, "-m", "gb10check", step, f"--cluster={cluster}"], cwd=REPO, capture_output=True,
-                             text=True, timeout=60)
+        run = gate(cluster, step=step)
         assert run.returncode == 3, (step, run.stdout, run.stderr)
         assert run.stderr.startswith("gate: refused: preflight: no full run recorded"), (step, run.stderr)
     said = []
