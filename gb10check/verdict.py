@@ -12,7 +12,9 @@ Three outcomes besides a pass: a failure (the cluster is wrong), a warning (degr
 `Degraded`, shown in the warnings summary), and *not checked* (we could not look: an unreachable
 node, a command that timed out, output we could not read, a dry run that could not run). A not
 checked item is never a pass and never blamed on the cluster: it is reported as NOT CHECKED with
-the command that failed and how to check by hand, counted apart, and the gate refuses it.
+the command that failed and how to check by hand, counted apart, and the gate refuses it (unless the
+cluster file waives its code). Each finding is also data (`as_dict()`: code, severity, where, seen,
+expected, fix), carried on what report() raises or warns, for the plugin to record.
 """
 
 import contextlib

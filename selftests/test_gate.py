@@ -108,8 +108,9 @@ def pytest_run(cwd: Path, cluster: Path, *args: str, bad: str = "") -> subproces
 def gate(cluster: Path, *args: str, step: str = "gate") -> subprocess.CompletedProcess:
     """`gb10check STEP --cluster=CLUSTER ARGS`, in this process (the command line's own code, without a second start-up)."""
     err = io.StringIO()
+    parsed = cli.build_parser().parse_args([step, f"--cluster={cluster}", *args])  # not cli.main: it resets SIGPIPE
     with contextlib.redirect_stderr(err):
-        rc = cli.main([step, f"--cluster={cluster}", *args])
+        rc = parsed.func(parsed)
     return subprocess.CompletedProcess([step, *args], rc, "", err.getvalue())
 
 
