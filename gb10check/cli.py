@@ -80,15 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compose-render", help="render the compose file and each node's .env, show the diff, push them")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    gate_options(p)
     p.set_defaults(func=cmd_compose_render)
     p = sub.add_parser("ssh-keys", help="one cluster key on every node, peers in ~/.ssh/config and known_hosts, then verify the mesh")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    gate_options(p)
     p.set_defaults(func=cmd_ssh_keys)
     p = sub.add_parser("netplan", help="render each node's QSFP links as /etc/netplan/40-cx7.yaml, show the diff, install "
                                        "(mode 600), netplan apply, verify the addresses")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    gate_options(p)
     p.set_defaults(func=cmd_netplan)
     p = sub.add_parser("hold-driver", help="hold the NVIDIA driver packages test_driver_packages_held warns about (apt-mark "
                                            "hold), after showing them; --blacklist: also keep them out of unattended-upgrades")
@@ -97,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blacklist", action="store_true", help="also list every installed driver package in unattended-upgrades' "
                                                             "Package-Blacklist, in /etc/apt/apt.conf.d/51gb10check-hold-nvidia")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    gate_options(p)
     p.set_defaults(func=cmd_hold_driver)
     p = sub.add_parser("nm-release-qsfp", help="make the NetworkManager DHCP profiles on QSFP netdevs inert (autoconnect no, "
                                                "down), after showing them; --delete: delete them")
@@ -104,21 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--node", action="append", metavar="NAME", help="only this node (repeatable; default: every node)")
     p.add_argument("--delete", action="store_true", help="delete the profiles (nmcli connection delete) instead")
     p.add_argument("--check", action="store_true", help="only show what would change; exit 1 if anything would")
+    gate_options(p)
     p.set_defaults(func=cmd_nm_release_qsfp)
     p = sub.add_parser("sync", help="copy the image (docker save | docker load) and the model's HF cache (rsync) from rank 0 "
                                     "to every node over the first QSFP link, then verify")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--check", action="store_true", help="only show what would be copied; exit 1 if anything would")
+    gate_options(p)
     p.set_defaults(func=cmd_sync)
     p = sub.add_parser("deploy", help="drop page caches, start rank 0 then the followers (docker compose), watch until it serves")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--stall-timeout", type=float, help="seconds without a new startup milestone before giving up "
                                                       "(default: deploy.watchdog.stall_timeout_s)")
+    gate_options(p)
     p.set_defaults(func=cmd_deploy)
     p = sub.add_parser("down", help="take the stack down on every node (docker compose down, followers first)")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.set_defaults(func=cmd_down)
-    p = sub.add_parser("gate", help="exit 0 when a fresh preflight+network run passed for this cluster file (deploy steps call it)")
+    p = sub.add_parser("gate", help="exit 0 when fresh full preflight and network runs passed for this cluster file (every "
+                                    "step that changes the cluster asks it)")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("--max-age-h", type=float, default=24, help="how old the passing run may be, in hours (default 24)")
     p.add_argument("--override", metavar="REASON", help="go on anyway; the reason is logged beside the status")
@@ -156,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = simsub.add_parser("deploy", help="start the two-node TP stack rank 0 first, followers headless, with the memory watchdog")
     p.add_argument("--stall-timeout", type=float, help="seconds without a new startup milestone before giving up "
                                                       "(default: deploy.watchdog.stall_timeout_s)")
+    gate_options(p)
     simsub.add_parser("provision", help="install vLLM for CPU and the small model the simulation serves (once, cached)")
     p = simsub.add_parser("serve", help="start the head node's real vLLM and wait until it serves (--stop: stop it)")
     p.add_argument("--stop", action="store_true")
@@ -165,6 +174,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("command")
     sim.set_defaults(func=cmd_sim)
     return parser
+
+
+def gate_options(p: argparse.ArgumentParser) -> None:
+    """A step that changes the cluster asks `gb10check gate` first; these are its way round, logged."""
+    p.add_argument("--override", metavar="REASON", help="run although the gate is closed (no full passing preflight and "
+                                                        "network run of this cluster file); the reason is logged")
+    p.add_argument("--max-age-h", type=float, default=24, help="how old the passing runs may be, in hours (default 24)")
+
+
+REFUSED = 3  # a step the gate refused
+
+
+def gated(args: argparse.Namespace, step: str) -> bool:
+    """The gate, asked before a step changes the cluster; `--check` (which changes nothing) does not ask."""
+    from pathlib import Path
+
+    from .stage import gate
+
+    if getattr(args, "check", False):
+        return True
+    path = Path(cluster_file(args.cluster))
+    if not path.exists():
+        print(f"gb10check {step}: no cluster file at {path}", file=sys.stderr)
+        return False
+    return gate(path, args.max_age_h * 3600, args.override, step=step)
 
 
 def cmd_size(args: argparse.Namespace) -> int:
@@ -222,6 +256,8 @@ def connected(cluster, names: list[str] | None = None):
 def cmd_compose_render(args: argparse.Namespace) -> int:
     from .deploy import stack
 
+    if not gated(args, "compose-render"):
+        return REFUSED
     cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         return stack.push(cluster, nodes, args.check)
@@ -232,6 +268,8 @@ def cmd_ssh_keys(args: argparse.Namespace) -> int:
 
     from .deploy import sshkeys
 
+    if not gated(args, "ssh-keys"):
+        return REFUSED
     cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         try:
@@ -244,6 +282,8 @@ def cmd_ssh_keys(args: argparse.Namespace) -> int:
 def cmd_netplan(args: argparse.Namespace) -> int:
     from .deploy import netplan
 
+    if not gated(args, "netplan"):
+        return REFUSED
     cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         return netplan.step(cluster, nodes, args.check)
@@ -252,6 +292,8 @@ def cmd_netplan(args: argparse.Namespace) -> int:
 def cmd_hold_driver(args: argparse.Namespace) -> int:
     from .deploy import holddriver
 
+    if not gated(args, "hold-driver"):
+        return REFUSED
     cluster = cluster_from(args.cluster)
     with connected(cluster, args.node) as nodes:
         return holddriver.step(nodes, args.check, blacklist=args.blacklist)
@@ -260,6 +302,8 @@ def cmd_hold_driver(args: argparse.Namespace) -> int:
 def cmd_nm_release_qsfp(args: argparse.Namespace) -> int:
     from .deploy import nmrelease
 
+    if not gated(args, "nm-release-qsfp"):
+        return REFUSED
     cluster = cluster_from(args.cluster)
     with connected(cluster, args.node) as nodes:
         return nmrelease.step(nodes, args.check, delete=args.delete)
@@ -268,6 +312,8 @@ def cmd_nm_release_qsfp(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     from .deploy import sync
 
+    if not gated(args, "sync"):
+        return REFUSED
     cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         return sync.run(cluster, nodes, args.check)
@@ -279,6 +325,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     from .deploy.run import DeployFailed, deploy, launcher_for
     from .stage import deployment_record_path
 
+    if not gated(args, "deploy"):
+        return REFUSED
     cluster = cluster_from(args.cluster)
     launcher = launcher_for(cluster)
     try:

@@ -21,6 +21,8 @@ import yaml
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
+from .remedies import Code
+
 UNITS_GIB = {"": 1.0, "b": 1 / 2**30, "k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 2**10}
 
 
@@ -428,6 +430,18 @@ class Soak(Strict):
         return v
 
 
+class Waiver(Strict):
+    """Not checked findings of this code do not close the gate; the reason is shown at the gate. A failure is never
+    waived."""
+
+    code: Code
+    reason: Annotated[str, Field(pattern=r"\S")]  # written: not empty, not blank
+
+
+class GateSettings(Strict):
+    waive: list[Waiver] = []
+
+
 class Cluster(Strict):
     name: str = "gb10"
     ssh: Ssh
@@ -436,6 +450,7 @@ class Cluster(Strict):
     deploy: Deploy
     serving: Serving = Serving()
     soak: Soak = Soak()
+    gate: GateSettings = GateSettings()
 
     @model_validator(mode="after")
     def consistent(self):

@@ -14,11 +14,19 @@ suite's own tests and nowhere else: a user's test with a `node` or `path` of its
 - `_gb10check_required_port`: one test per port the profile requires open.
 - `_gb10check_node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
 A node that cannot be reached fails its own reachability test; its other checks are NOT CHECKED.
-The run's state (outcomes, figures, warnings) lives on a Recorder kept in config.stash.
+The run's state (outcomes, findings, figures, warnings) lives on a Recorder kept in config.stash.
+
+Findings leave pytest as data: each one a JUnit property `gb10check.finding` whose value is the finding as JSON (code,
+severity, where, seen, expected, fix), each check's stage as `gb10check.stage`, and, with --report-dir, findings.json
+beside the report. A check that could not look is, to pytest, a failure reported as NOT CHECKED; in JUnit an
+`<error type="not-checked" message="CAUSE">` (property `gb10check.not_checked`: the cause), never a skip.
 """
 
+import fnmatch
+import json
 import os
 import uuid
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +38,8 @@ from .gather import Fleet, registry
 from .remedies import Code
 from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
 from .report import Run, skip_reason, write
-from .stage import STAGES, record_stage
-from .verdict import Degraded, Finding, NotChecked, report
+from .stage import GATED, STAGES, file_hash, record_stages
+from .verdict import Degraded, Finding, NotChecked, recording, report
 
 HINT = ("no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or copy cluster.example.yaml to cluster.yaml "
         "and edit it (or run `gb10check sim up` and use the file it writes)")
@@ -44,7 +52,11 @@ USAGE_KEY = pytest.StashKey[str]()
 RECORDER_KEY = pytest.StashKey["Recorder"]()
 MEASUREMENT = "gb10check_measurement"
 TABLE = "gb10check_table"
-NOT_CHECKED = "gb10check_not_checked"
+# JUnit properties (user_properties) the plugin writes; a finding's value is its JSON (verdict.Finding.as_dict()).
+STAGE_PROPERTY = "gb10check.stage"
+FINDING = "gb10check.finding"
+NOT_CHECKED = "gb10check.not_checked"  # value: the cause; the report's outcome is failed, its category "not checked"
+WARNED_KEY = pytest.StashKey[list]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -224,10 +236,13 @@ def _remote_finding(exc: RemoteError) -> Finding:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item):
-    try:
-        return (yield)
-    except RemoteError as exc:
-        report([_remote_finding(exc)])
+    with recording() as warned:  # the Degraded findings report() gives, as data for makereport
+        try:
+            return (yield)
+        except RemoteError as exc:
+            report([_remote_finding(exc)])
+        finally:
+            item.stash[WARNED_KEY] = item.stash.get(WARNED_KEY, []) + warned
 
 
 @pytest.hookimpl(wrapper=True)
@@ -236,28 +251,47 @@ def pytest_runtest_call(item: pytest.Item):
     # paragraph, not a paramiko traceback.
     ours = stage_of(item.keywords) is not None and CLUSTER_KEY in item.config.stash
     token = registry.declared(declared_facts(item), item.config.stash[CLUSTER_KEY]) if ours else None
-    try:
-        return (yield)
-    except RemoteError as exc:
-        report([_remote_finding(exc)])
-    finally:
-        if token is not None:
-            registry.undeclare(token)
+    with recording() as warned:
+        try:
+            return (yield)
+        except RemoteError as exc:
+            report([_remote_finding(exc)])
+        finally:
+            item.stash[WARNED_KEY] = item.stash.get(WARNED_KEY, []) + warned
+            if token is not None:
+                registry.undeclare(token)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """The suite's checks: their findings onto the report as data (from the raised exception and the warnings given)."""
     rep = yield
+    stage = stage_of(item.keywords)
+    if stage is None or call.when == "teardown":
+        return rep
+    added = [(STAGE_PROPERTY, stage)] if call.when == "setup" else []
+    found = list(getattr(call.excinfo.value, "findings", None) or []) if call.excinfo is not None else []
+    found += item.stash.get(WARNED_KEY, [])
+    item.stash[WARNED_KEY] = []
+    added += [(FINDING, json.dumps(f.as_dict())) for f in found]
     if call.excinfo is not None and call.excinfo.errisinstance(NotChecked):
-        message = str(call.excinfo.value.msg)
-        rep.user_properties.append((NOT_CHECKED, message))
-        if isinstance(rep.longrepr, tuple):  # as a plain skip reads (JUnit XML, -rs): the reason, not our class name
-            rep.longrepr = (rep.longrepr[0], rep.longrepr[1], f"Skipped: {message}")
+        rep.gb10check_not_checked = True  # kept when pytest-xdist carries the report to the controller
+        rep.longrepr = str(call.excinfo.value.msg)  # the cause and how to check by hand, not a chained traceback
+        added.append((NOT_CHECKED, "; ".join(f.text.splitlines()[0] for f in call.excinfo.value.findings)
+                      or str(call.excinfo.value.msg)))
+    # On the item too: a report copies the item's list when made, and JUnit reads the properties of the last one.
+    item.user_properties.extend(added)
+    rep.user_properties.extend(added)
     return rep
 
 
 def is_not_checked(report: pytest.TestReport) -> bool:
-    return report.skipped and any(key == NOT_CHECKED for key, _ in report.user_properties)
+    return report.failed and bool(getattr(report, "gb10check_not_checked", False))
+
+
+def findings_of(report: pytest.TestReport) -> list[dict]:
+    """Every finding recorded for the report's test so far (a test's user_properties build up over its phases)."""
+    return [json.loads(value) for key, value in report.user_properties if key == FINDING]
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
@@ -267,18 +301,97 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
 
 
 class Recorder:
-    """What the suite's checks recorded in this run: outcomes, figures, warnings (for the report and the stage status)."""
+    """What the suite's checks recorded in this run: outcomes, findings, figures, warnings (for the report, findings.json
+    and the stage status), and whether the run was a full run of each gated stage."""
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        self.outcomes: dict[str, str] = {}  # test id -> passed | failed | skipped | error | not checked
-        self.stages: dict[str, str] = {}  # test id -> preflight | network | serving
+        self.outcomes: dict[str, str] = {}  # test id -> passed | warning | failed | error | skipped | not checked
+        self.stages: dict[str, str] = {}  # test id -> preflight | network | serving | soak
+        self.findings: dict[str, list[dict]] = {}  # test id -> its findings as data (verdict.Finding.as_dict())
         self.messages: dict[str, str] = {}
         self.measured: list[tuple] = []
         self.tables: list[tuple[str, str]] = []
         self.degraded: list[str] = []
         self.report_files: tuple | None = None
-        self.stage_note: str | None = None
+        self.stage_notes: list[str] = []
+        self.found: dict[str, set[str]] = {}  # stage -> test ids collected, before anything was deselected
+        self.modules: set[Path] = set()  # the test files that gave items
+        self.narrowed: dict[str, list[str]] | None = None  # gated stage -> why this run is not a full run of it
+        self.selected: dict[str, list[str]] = {}  # gated stage -> the test ids selected to run
+        self.worker_narrowed: list[dict] = []  # under pytest-xdist, each worker's `narrowed`
+
+    # A stage's run is full when nothing of it was left out. Told apart at collection, from the suite's own files and
+    # items, not from the options that narrow (-k, -m, --deselect, paths, --ignore, --lf, plugins ...), so an option
+    # this code does not know of is caught as well: every test file under the suite's root (the ini's testpaths) gave
+    # items, no argument names a single test (`file::test`), every check of the stage collected is still selected, and
+    # every one selected gave an outcome (a run stopped by -x, --maxfail or Ctrl-C is partial too).
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list):
+        for item in items:
+            self.modules.add(Path(item.path))
+            stage = stage_of(item.keywords)
+            if stage is not None:
+                self.found.setdefault(stage, set()).add(item.nodeid)
+        return (yield)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        config = self.config
+        if not self.found:
+            return  # none of the suite's checks: someone else's tests
+        selected: dict[str, set[str]] = {}
+        for item in session.items:
+            stage = stage_of(item.keywords)
+            if stage is not None:
+                selected.setdefault(stage, set()).add(item.nodeid)
+        common = []
+        named = [a for a in config.args if "::" in a]
+        if named:
+            common.append(f"narrowed to single tests ({', '.join(named[:3])})")
+        roots = [config.rootpath / p for p in config.getini("testpaths")]
+        if not roots:
+            common.append("the suite's root is unknown (no testpaths in the ini)")
+        patterns = config.getini("python_files")
+        files = {f.resolve() for r in roots for f in r.rglob("*.py")
+                 if any(fnmatch.fnmatch(f.name, p) for p in patterns) and not any(part.startswith((".", "__")) for part in f.relative_to(r).parts[:-1])}
+        missing = sorted(files - {m.resolve() for m in self.modules})
+        if missing:
+            common.append(f"{len(missing)} test file(s) of the suite not collected (paths, --ignore, --lf ...): "
+                          f"{', '.join(str(m.relative_to(config.rootpath)) for m in missing[:3])}")
+        self.narrowed = {}
+        for stage in GATED:
+            reasons = list(common)
+            left_out = self.found.get(stage, set()) - selected.get(stage, set())
+            if left_out:
+                reasons.append(f"{len(left_out)} of {len(self.found[stage])} {stage} checks deselected (-k, -m, --deselect ...)")
+            self.narrowed[stage] = reasons
+            self.selected[stage] = sorted(selected.get(stage, set()))
+        if hasattr(config, "workerinput"):
+            config.workeroutput["gb10check_narrowed"] = self.narrowed
+            config.workeroutput["gb10check_selected"] = self.selected
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:  # pytest-xdist, on the controller: what each worker collected
+        output = getattr(node, "workeroutput", None) or {}
+        if "gb10check_narrowed" in output:
+            self.worker_narrowed.append(output["gb10check_narrowed"])
+            for stage, ids in output.get("gb10check_selected", {}).items():
+                self.selected[stage] = sorted(set(self.selected.get(stage, [])) | set(ids))
+
+    def full_stages(self) -> dict[str, list[str]]:
+        """Gated stage -> why this run is not a full run of it ([] when it is)."""
+        if self.narrowed is not None and not self.worker_narrowed:
+            narrowed = {stage: list(reasons) for stage, reasons in self.narrowed.items()}
+        elif not self.worker_narrowed:
+            return {stage: ["no collection seen (pytest-xdist workers gave none)"] for stage in GATED}
+        else:
+            narrowed = {stage: sorted({r for w in self.worker_narrowed for r in w.get(stage, ["a worker gave no collection"])})
+                        for stage in GATED}
+        for stage in GATED:
+            unrun = [t for t in self.selected.get(stage, []) if t not in self.outcomes]
+            if unrun:
+                narrowed[stage].append(f"{len(unrun)} {stage} checks did not run (stopped early: -x, --maxfail, interrupted ...)")
+        return narrowed
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         stage = stage_of(report.keywords)
@@ -287,18 +400,21 @@ class Recorder:
         if report.when == "call":
             self.measured += [tuple(value) for key, value in report.user_properties if key == MEASUREMENT]
             self.tables += [tuple(value) for key, value in report.user_properties if key == TABLE]
+        self.findings[report.nodeid] = findings_of(report)  # cumulative over the phases: the last report has them all
         # One outcome per test: a failed setup or teardown is an error.
         if report.when == "call" or (report.when == "setup" and not report.passed) or (report.when == "teardown" and report.failed):
-            if self.outcomes.get(report.nodeid) in ("failed", "error"):
+            if self.outcomes.get(report.nodeid) in ("failed", "error", "not checked"):
                 return
             outcome = "error" if report.failed and report.when != "call" else report.outcome
             if is_not_checked(report):
                 outcome = "not checked"
-                self.messages[report.nodeid] = dict(report.user_properties)[NOT_CHECKED]
+                self.messages[report.nodeid] = str(report.longrepr)
             elif report.skipped:
                 self.messages[report.nodeid] = skip_reason(report.longrepr)
             elif report.failed:
                 self.messages[report.nodeid] = report.longreprtext
+            elif any(f["severity"] == "warning" for f in self.findings[report.nodeid]):
+                outcome = "warning"
             self.outcomes[report.nodeid] = outcome
             self.stages[report.nodeid] = stage
 
@@ -313,14 +429,17 @@ class Recorder:
         if hasattr(config, "workerinput") or CLUSTER_KEY not in config.stash or not self.outcomes:
             return  # xdist workers: the controller sees every report and writes once
         cluster = config.stash[CLUSTER_KEY]
+        full = self.full_stages()
         run = Run(cluster.name, outcomes=dict(self.outcomes), messages=dict(self.messages), warnings=list(self.degraded),
-                  measured=list(self.measured), tables=list(self.tables),
+                  measured=list(self.measured), tables=list(self.tables), stages=dict(self.stages),
+                  findings={t: list(self.findings.get(t, [])) for t in self.outcomes},
+                  cluster_file=str(config.stash[PATH_KEY].resolve()), cluster_sha256=file_hash(config.stash[PATH_KEY]),
+                  complete_stages=[s for s in GATED if s in self.stages.values() and not full.get(s)],
                   thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s})
         if config.getoption("--report-dir"):
             self.report_files = write(run, Path(config.getoption("--report-dir")))
-        # A -k subset proves nothing about the hosts as a whole: only full runs record the stage status.
-        if not config.getoption("keyword"):
-            self.stage_note = record_stage(config.stash[PATH_KEY], self.outcomes, self.stages)
+        # Each gated stage is recorded on its own; a run that left any of a stage out never records it as passed.
+        self.stage_notes = record_stages(config.stash[PATH_KEY], run, full)
         # Not checked is never a pass: a run that could not look at everything does not exit 0.
         if session.exitstatus == pytest.ExitCode.OK and "not checked" in self.outcomes.values():
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -336,13 +455,13 @@ class Recorder:
             terminalreporter.write_line("gb10check timing: " + ", ".join(f"{k} {v:.2f} s" for k, v in timing.items())
                                         + " (wall, every node at once)")
         if self.report_files:
-            md, page = self.report_files
-            terminalreporter.write_line(f"gb10check report: {md} and {page}")
+            md, page, data = self.report_files
+            terminalreporter.write_line(f"gb10check report: {md}, {page} and {data}")
         for title, text in self.tables:
             terminalreporter.section(f"gb10check {title}")
             terminalreporter.write_line(text)
-        if self.stage_note:
-            terminalreporter.write_line(self.stage_note)
+        for note in self.stage_notes:
+            terminalreporter.write_line(note)
         if PATH_KEY in config.stash and {"serving", "soak"} & set(self.stages.values()):
             from .stage import deployment_record_path
 
@@ -359,6 +478,36 @@ class Recorder:
             for (what, unit), total in totals.items():
                 if what == "ib_write_bw":  # the logical links add up; other figures do not
                     terminalreporter.write_line(f"{what:<28} {'sum over all links':<64} {total:>10.2f} {unit}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After pytest's junitxml wrote its file: each not-checked check's <failure> or <error> becomes
+    <error type="not-checked" message="CAUSE">, found by its `gb10check.not_checked` property (the file's own data)."""
+    path = getattr(session.config.option, "xmlpath", None)
+    if not path or hasattr(session.config, "workerinput") or not os.path.exists(path):
+        return
+    tree = ET.parse(path)
+    changed = False
+    for suite in tree.getroot().iter("testsuite"):
+        for case in suite.iter("testcase"):
+            causes = [p.get("value", "") for p in case.iter("property") if p.get("name") == NOT_CHECKED]
+            if not causes:
+                continue
+            olds = [el for el in case if el.tag in ("failure", "error")]
+            if not olds:
+                continue
+            at = list(case).index(olds[0])
+            for old in olds:
+                case.remove(old)
+                suite.set(old.tag + "s", str(max(int(suite.get(old.tag + "s", "1")) - 1, 0)))
+            new = ET.Element("error", {"type": "not-checked", "message": causes[-1]})
+            new.text = "\n".join(old.text or "" for old in olds)
+            case.insert(at, new)
+            suite.set("errors", str(int(suite.get("errors", "0")) + 1))
+            changed = True
+    if changed:
+        tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

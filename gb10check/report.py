@@ -5,9 +5,12 @@ Degraded warnings, and the `measurements` fixture's figures), never from a secon
 first with their fix, warnings apart, then the figures per node and link, then two plots where a
 picture reads faster than a table: Gb/s per link against the threshold, and tok/s per repetition.
 The HTML has no external resource (inline CSS and SVG), so it can be attached to a CI run as is.
+`findings.json` beside them holds the same run as data (schema 1): each check's stage, outcome and findings (code,
+severity, where, seen, expected, fix), and every measurement, for tools that decide by code and severity.
 """
 
 import html
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -24,6 +27,11 @@ class Run:
     measured: list[tuple[str, str, float, str]] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)  # measurement name -> floor
     tables: list[tuple[str, str]] = field(default_factory=list)  # (title, text): the depth sweep's table
+    stages: dict[str, str] = field(default_factory=dict)  # test id -> preflight | network | serving | soak
+    findings: dict[str, list[dict]] = field(default_factory=dict)  # test id -> its findings (verdict.Finding.as_dict())
+    cluster_file: str = ""
+    cluster_sha256: str = ""
+    complete_stages: list[str] = field(default_factory=list)  # gated stages this run ran in full
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -98,7 +106,7 @@ def page(run: Run) -> str:
         f"<title>gb10check: {esc(run.cluster)} {verdict}</title>",
         "<style>body{font-family:sans-serif;margin:2em;max-width:70em}pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
-        ".failed{color:#c0392b}.passed{color:#1e8449}.skipped{color:#7f8c8d}.warn,.not-checked{color:#b9770e}</style></head><body>",
+        ".failed{color:#c0392b}.passed{color:#1e8449}.skipped{color:#7f8c8d}.warn,.warning,.not-checked{color:#b9770e}</style></head><body>",
         f"<h1>gb10check: {esc(run.cluster)} <span class='{'failed' if failed else 'passed'}'>{verdict}</span></h1>",
         f"<p>{esc(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(run.started)))}: "
         + esc(", ".join(f"{n} {k}" for k, n in sorted(c.items()))) + "</p>",
@@ -125,12 +133,22 @@ def page(run: Run) -> str:
     return "\n".join(p for p in parts if p) + "\n"
 
 
-def write(run: Run, directory: Path) -> tuple[Path, Path]:
+def data(run: Run) -> dict:
+    """The run as data: findings.json, schema 1."""
+    return {"schema": 1, "cluster": run.cluster, "cluster_file": run.cluster_file, "cluster_sha256": run.cluster_sha256,
+            "started": run.started, "complete_stages": list(run.complete_stages),
+            "tests": [{"id": t, "stage": run.stages.get(t), "outcome": o, "findings": run.findings.get(t, [])}
+                      for t, o in run.outcomes.items()],
+            "measurements": [{"what": w, "where": where, "value": v, "unit": u} for w, where, v, u in run.measured]}
+
+
+def write(run: Run, directory: Path) -> tuple[Path, Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
-    md, page_path = directory / "report.md", directory / "report.html"
+    md, page_path, data_path = directory / "report.md", directory / "report.html", directory / "findings.json"
     md.write_text(markdown(run))
     page_path.write_text(page(run))
-    return md, page_path
+    data_path.write_text(json.dumps(data(run), indent=1) + "\n")
+    return md, page_path, data_path
 
 
 _SKIP_PREFIX = re.compile(r"^Skipped: ")

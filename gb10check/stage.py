@@ -1,19 +1,25 @@
-"""Stage gating: deploy only onto hosts that a recent preflight + network run passed.
+"""Stage gating: deploy only onto hosts that a recent, full preflight run and a full network run passed.
 
-A run that covered both suites records its verdict beside the cluster file
-(`.gb10check-status.json`): the cluster file's sha256, the time, the counts. `gb10check gate`
-(and the deploy steps) refuse without a passing record for the same cluster file that is fresh
-enough; an explicit override is allowed and logged with its reason.
+Each gated stage is recorded on its own beside the cluster file (`.gb10check-status.json`, one entry per cluster file):
+the file's sha256, the time, whether the run was full (nothing of the stage left out: the plugin tells it at collection),
+the verdict, the counts, the failed checks and the codes of those not checked. A partial run never records its stage as
+passed; one that found a failure or could not check records the stage as not passed (it only closes the gate).
+`gb10check gate` (and every helper that changes the cluster) opens only when both stages' last runs were full, for this
+exact file, fresh enough, with nothing failed and nothing not checked but the codes the cluster file waives with a
+reason (`gate: {waive: [{code: CODE, reason: ...}]}`); `--override REASON` goes on anyway and is logged. Decided by the
+recorded outcomes and codes, never by message text.
 """
 
 import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 STAGES = ("preflight", "network", "serving", "soak")  # the stage markers, in order (soak: opt-in, never in -m serving)
 GATED = ("preflight", "network")  # what a deployment waits for
+SCHEMA = 2
 
 
 def status_path(cluster_file: Path) -> Path:
@@ -29,59 +35,117 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def record_stage(cluster_file: Path, outcomes: dict[str, str], stages: dict[str, str]) -> str | None:
-    """After a run: record its verdict when it covered preflight and network (by marker); return a line to print.
-
-    `stages` maps each test id to its stage marker. Not-checked items are counted apart: such a run did not pass.
-    """
-    covered = [t for t in outcomes if stages.get(t) in GATED]
-    if not all(any(stages[t] == stage for t in covered) for stage in GATED):
-        return None
-    bad = sorted(t for t in covered if outcomes[t] in ("failed", "error"))
-    unchecked = sorted(t for t in covered if outcomes[t] == "not checked")
-    counts: dict[str, int] = {}
-    for t in covered:
-        counts[outcomes[t]] = counts.get(outcomes[t], 0) + 1
-    record = {"cluster_file": str(cluster_file.resolve()), "cluster_sha256": file_hash(cluster_file), "time": time.time(),
-              "passed": not bad and not unchecked, "counts": counts, "failed": bad[:20], "not_checked": unchecked[:20],
-              "slow_included": any("test_ib_write_bw" in t for t in covered)}
-    path = status_path(cluster_file)
-    path.write_text(json.dumps(record, indent=1) + "\n")
-    verdict = "FAILED" if bad else f"NOT CHECKED ({len(unchecked)} items)" if unchecked else "passed"
-    return f"gb10check stage status: preflight+network {verdict}, recorded in {path}"
-
-
-def check(cluster_file: Path, max_age_s: float) -> tuple[bool, str]:
-    path = status_path(cluster_file)
+def _load(path: Path) -> dict:
     try:
-        record = json.loads(path.read_text())
+        status = json.loads(path.read_text())
     except (OSError, ValueError):
-        return False, f"no preflight+network run recorded for {cluster_file} ({path} missing): run `pytest -m \"preflight or network\"` first"
-    if record.get("cluster_sha256") != file_hash(cluster_file):
-        return False, f"the last preflight+network run was for another version of {cluster_file}: run it again"
-    age = time.time() - float(record.get("time", 0))
-    if record.get("failed"):
-        return False, f"the last preflight+network run ({age / 60:.0f} min ago) failed: {', '.join(record.get('failed', []))[:300]}"
-    if record.get("not_checked"):
-        return False, (f"the last preflight+network run ({age / 60:.0f} min ago) could not check "
-                       f"{record.get('counts', {}).get('not checked', len(record['not_checked']))} items: "
-                       f"{', '.join(record['not_checked'])[:300]}; fix what stopped them and run it again")
-    if not record.get("passed"):
-        return False, f"the last preflight+network run ({age / 60:.0f} min ago) did not pass"
-    if age > max_age_s:
-        return False, f"the last passing preflight+network run is {age / 3600:.1f} h old (limit {max_age_s / 3600:.1f} h): run it again"
-    return True, f"preflight+network passed {age / 60:.0f} min ago for this cluster file"
+        return {"schema": SCHEMA, "files": {}}
+    return status if isinstance(status, dict) and status.get("schema") == SCHEMA else {"schema": SCHEMA, "files": {}}
 
 
-def gate(cluster_file: Path, max_age_s: float, override: str | None = None, say=lambda m: print(m, file=sys.stderr)) -> bool:
-    ok, why = check(cluster_file, max_age_s)
+def records(cluster_file: Path) -> dict[str, dict]:
+    """Stage -> its last recorded run, for this cluster file."""
+    return _load(status_path(cluster_file))["files"].get(str(cluster_file.resolve()), {})
+
+
+def record_stages(cluster_file: Path, run, narrowed: dict[str, list[str]]) -> list[str]:
+    """After a run (a report.Run): record each gated stage it ran; `narrowed` says why a stage's run was not full
+    ([] when it was). Returns the lines to print."""
+    path = status_path(cluster_file)
+    status = _load(path)
+    entry = status["files"].setdefault(str(cluster_file.resolve()), {})
+    notes, changed = [], False
+    for stage in GATED:
+        tests = [t for t, s in run.stages.items() if s == stage and t in run.outcomes]
+        if not tests:
+            continue
+        partial = narrowed.get(stage, ["not known to be full"])
+        failed = sorted(t for t in tests if run.outcomes[t] in ("failed", "error"))
+        unchecked = {t: sorted({f["code"] for f in run.findings.get(t, []) if f.get("severity") == "not-checked"})
+                     for t in sorted(tests) if run.outcomes[t] == "not checked"}
+        verdict = "failed" if failed else "not checked" if unchecked else "passed"
+        if partial and verdict == "passed":
+            notes.append(f"gb10check stage status: {stage} not recorded: a partial run ({'; '.join(partial)}); "
+                         f"the gate reads the last full {stage} run")
+            continue
+        counts: dict[str, int] = {}
+        for t in tests:
+            counts[run.outcomes[t]] = counts.get(run.outcomes[t], 0) + 1
+        entry[stage] = {"cluster_sha256": file_hash(cluster_file), "time": time.time(), "full": not partial,
+                        "partial_because": partial, "verdict": verdict, "counts": counts, "failed": failed,
+                        "not_checked": unchecked}
+        changed = True
+        shown = verdict if verdict == "passed" else verdict.upper()
+        notes.append(f"gb10check stage status: {stage} {shown}" + (f" (a partial run: {'; '.join(partial)})" if partial else "")
+                     + f", recorded in {path}")
+    if changed:
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(status, indent=1) + "\n")
+        tmp.replace(path)
+    return notes
+
+
+def check(cluster_file: Path, max_age_s: float, waivers: dict[str, str] | None = None) -> tuple[bool, list[str]]:
+    """(open?, lines): one line per gated stage, what it found; `waivers` maps a not-checked code to its reason."""
+    waivers = waivers or {}
+    recorded, sha = records(cluster_file), file_hash(cluster_file)
+    ok, lines = True, []
+    for stage in GATED:
+        rec = recorded.get(stage)
+        if rec is None:
+            ok = False
+            lines.append(f"{stage}: no full run recorded for {cluster_file}: run `pytest -m {stage} --cluster={cluster_file}`")
+            continue
+        age = time.time() - float(rec.get("time", 0))
+        when = f"the last {stage} run ({age / 60:.0f} min ago)"
+        unwaived = {t: codes for t, codes in rec.get("not_checked", {}).items() if not codes or any(c not in waivers for c in codes)}
+        if rec.get("cluster_sha256") != sha:
+            problem = f"the last {stage} run was for another version of {cluster_file}: run it again"
+        elif not rec.get("full"):
+            problem = (f"{when} was partial ({'; '.join(rec.get('partial_because', []))}) and did not pass: run the whole "
+                       f"stage, `pytest -m {stage}`")
+        elif rec.get("failed"):
+            problem = f"{when} failed: {', '.join(rec['failed'])[:300]}"
+        elif unwaived:
+            problem = (f"{when} could not check {len(unwaived)} items: "
+                       + ", ".join(f"{t} [{', '.join(c) or 'no code'}]" for t, c in unwaived.items())[:400]
+                       + "; fix what stopped them and run it again (or waive the code in the cluster file: "
+                       "gate: {waive: [{code: CODE, reason: WHY}]})")
+        elif age > max_age_s:
+            problem = f"the last full {stage} run passed {age / 3600:.1f} h ago (limit {max_age_s / 3600:.1f} h): run it again"
+        else:
+            problem = None
+        if problem:
+            ok = False
+            lines.append(f"{stage}: {problem}")
+            continue
+        waived = sorted({c for codes in rec.get("not_checked", {}).values() for c in codes})
+        lines.append(f"{stage}: passed {age / 60:.0f} min ago, a full run of this cluster file"
+                     + (f"; {len(rec['not_checked'])} not checked, waived: "
+                        + "; ".join(f"{c} ({waivers[c]})" for c in waived) if waived else ""))
+    return ok, lines
+
+
+def gate(cluster_file: Path, max_age_s: float, override: str | None = None, say=lambda m: print(m, file=sys.stderr),
+         step: str = "gate") -> bool:
+    """Open (True) or refused (False), said in lines starting `gate:`; `step` names the helper that asked."""
+    from .cluster import ClusterError, load_cluster
+
+    try:
+        waivers = {w.code.value: w.reason for w in load_cluster(cluster_file).gate.waive}
+    except ClusterError as exc:
+        ok, lines = False, [f"invalid cluster file: {exc}"]
+    else:
+        ok, lines = check(cluster_file, max_age_s, waivers)
     if ok:
-        say(f"gate: {why}")
+        for line in lines:
+            say(f"gate: {line}")
         return True
+    why = " | ".join(lines)
     if override:
         log = status_path(cluster_file).with_name(".gb10check-overrides.log")
         with log.open("a") as f:
-            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} override: {override!r}; gate said: {why}\n")
+            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {step} {cluster_file}: override: {override!r}; gate said: {why}\n")
         say(f"gate: OVERRIDDEN ({override}); logged in {log}. It said: {why}")
         return True
     say(f"gate: refused: {why} (or pass --override 'REASON', which is logged)")

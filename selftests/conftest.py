@@ -47,8 +47,8 @@ def read_capture(name: str) -> str:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A self-test stopped by the suite's own "could not check" (NotChecked, a skip to pytest) failed: its bed could not
-    be reached or read, and a skip would turn the run green without proving anything."""
+    """A self-test stopped by the suite's own "could not check" (NotChecked, a failure to pytest) says so: its bed could
+    not be reached or read, so it proved nothing."""
     from gb10check.verdict import NotChecked
 
     rep = yield

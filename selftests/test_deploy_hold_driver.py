@@ -99,9 +99,13 @@ def test_the_script_shows_holds_verifies_and_then_has_nothing_to_do(tmp_path):
         assert not any("apt-mark" in c for c in fakes[B].calls), "--check changes nothing"
         assert fakes[B].calls[0] == "dpkg-query -W -f=${Package} ${Status}\\n nvidia-driver-* libnvidia-compute-*"
 
-        run = script("hold-driver", cluster)
+        refused = script("hold-driver", cluster)  # a step that changes the cluster asks the gate first
+        assert refused.returncode == 3 and refused.stderr.startswith("gate: refused: preflight: no full run"), refused.stderr
+        assert not any("apt-mark" in c for c in fakes[B].calls)
+        run = script("hold-driver", cluster, "--override", "self-test: fake nodes, no stage run")
         assert run.returncode == 0, run.stderr
-        assert run.stderr.splitlines()[1:] == [
+        assert run.stderr.splitlines()[0].startswith("gate: OVERRIDDEN (self-test: fake nodes, no stage run); logged in ")
+        assert run.stderr.splitlines()[2:] == [
             f"changing {B}: libnvidia-compute-580, nvidia-driver-580-open neither held nor in unattended-upgrades' "
             "Package-Blacklist",
             "  sudo apt-mark hold libnvidia-compute-580 nvidia-driver-580-open",

@@ -100,8 +100,9 @@ def test_the_script_shows_releases_verifies_and_then_has_nothing_to_do(tmp_path)
             f"  sudo nmcli connection modify {PORT2} connection.autoconnect no"]
         assert fakes[B].nm == nm_state(), "--check changes nothing"
 
-        run = script("nm-release-qsfp", cluster)
+        run = script("nm-release-qsfp", cluster, "--override", "self-test: fake nodes, no stage run")
         assert run.returncode == 0, run.stderr
+        assert run.stderr.startswith("gate: OVERRIDDEN (self-test: fake nodes, no stage run)"), run.stderr
         assert run.stderr.splitlines()[-1] == f"released {B}: 'Wired connection 2' (autoconnect no, down); 'cx7 port:2' (autoconnect no)"
         # The bed logs in as root, who needs no sudo for the changes.
         assert not [c for c in fakes[B].calls if c.startswith("sudo:")]

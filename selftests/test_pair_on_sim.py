@@ -1,6 +1,7 @@
 """A pair's life on the simulated pair, with systemd as PID 1 of each node, on one deployment where a proof only reads it:
-preflight and network pass; the helper scripts in `scripts/` run as a user runs them between the stages and then find
-nothing more to change; the gate opens; `scripts/deploy` brings up the real two-node vLLM (TP=2 over the simulated
+preflight and network pass (the network run without the slow runs: the gate names it partial, and the steps go on by a
+logged override); the helper scripts in `scripts/` run as a user runs them between the stages and then find
+nothing more to change; `scripts/deploy` brings up the real two-node vLLM (TP=2 over the simulated
 enp1s0f0np0, rank 0 first, rank 1 headless, docker compose in each node); `pytest -m serving` passes against it; `pytest
 -m soak` passes the sustained load, the long-context request and a two-depth sweep on it; under each fault injected
 mid-soak the soak fails with the cause named, within the stall limit plus a few seconds (a fault that ends the
@@ -108,15 +109,21 @@ def test_scripts_prepare_and_deploy_the_pair(pair):
     path = pair.path
     checks = run_suite(path, "-m", "(preflight or network) and not slow")
     assert checks.results and {o.outcome for o in checks.results.values()} <= {"passed", "skipped"}, checks.stdout[-3000:]
+    # Without the slow runs (RDMA bandwidth, NCCL: proven in test_checks_on_sim) the network run is partial: the gate
+    # names it, and the steps that change the cluster go on by a logged override that says why.
+    shut = step("gate", path, timeout=120)
+    assert shut.returncode == 1 and "network: no full run recorded" in shut.stderr, shut.stderr
+    assert "preflight: " not in shut.stderr, shut.stderr  # the full preflight run passed
+    override = ("--override", "self-test: network run without the slow runs (proven in test_checks_on_sim)")
     for name in ("netplan", "ssh-keys", "sync", "compose-render"):  # in the order of the README, then once more
-        out = script(name, f"--cluster={path}")
+        out = script(name, f"--cluster={path}", *override)
         assert out.returncode == 0, f"{name}: {out.stderr[-2000:]}"
         again = script(name, f"--cluster={path}", "--check")
         assert again.returncode == 0, f"{name} is not idempotent: {again.stderr[-2000:]}"
-    gate = step("gate", path, timeout=120)
-    assert gate.returncode == 0, gate.stdout + gate.stderr
+    gate = step("gate", path, *override, timeout=120)
+    assert gate.returncode == 0 and "gate: OVERRIDDEN" in gate.stderr, gate.stdout + gate.stderr
 
-    deployed = script("deploy", f"--cluster={path}", "--stall-timeout=180", timeout=900)
+    deployed = script("deploy", f"--cluster={path}", "--stall-timeout=180", *override, timeout=900)
     assert deployed.returncode == 0, deployed.stderr[-3000:]
     said = deployed.stdout.splitlines()
     assert said[:2] == [f"page cache on {A}: dropped", f"page cache on {B}: dropped"], said[:4]

@@ -62,7 +62,7 @@ def test_html_report_renders_in_a_headless_browser(tmp_path):
         if os.environ.get("CI"):
             pytest.fail("chromium is missing: .ci/run installs Debian's chromium for this test")
         pytest.skip("no chromium: apt-get install chromium to render the report")
-    _, html = write(sample_run(), tmp_path)
+    _, html, _ = write(sample_run(), tmp_path)
     shot = tmp_path / "report.png"
     proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -73,39 +73,64 @@ def test_html_report_renders_in_a_headless_browser(tmp_path):
     assert shot.stat().st_size > 20_000, "a blank page compresses to almost nothing; the report has text, tables and bars"
 
 
-def test_gate_needs_a_fresh_passing_run_of_the_same_file(tmp_path):
+def stage_run(outcomes: dict[str, str], findings: dict | None = None) -> Run:
+    return Run("x", outcomes=outcomes, stages={t: t.split(".")[0] for t in outcomes}, findings=findings or {})
+
+
+FULL = {"preflight": [], "network": []}
+
+
+def test_gate_needs_a_fresh_full_passing_run_of_each_stage_of_the_same_file(tmp_path):
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text("name: x\n")
     ok, why = stage.check(cluster, 3600)
-    assert not ok and "no preflight+network run recorded" in why
-    stages = {"a.py::t": "preflight", "b.py::t": "network"}  # by marker: a run from any root directory counts
-    assert stage.record_stage(cluster, {"a.py::t": "passed"}, stages) is None  # network not covered: no verdict
-    note = stage.record_stage(cluster, {"a.py::t": "passed", "b.py::t": "passed"}, stages)
-    assert "passed, recorded in" in note
+    assert not ok and why == [f"preflight: no full run recorded for {cluster}: run `pytest -m preflight --cluster={cluster}`",
+                              f"network: no full run recorded for {cluster}: run `pytest -m network --cluster={cluster}`"]
+    # By marker: a run from any root directory counts, each stage on its own.
+    assert stage.record_stages(cluster, stage_run({"preflight.py::t": "passed"}), FULL) == [
+        f"gb10check stage status: preflight passed, recorded in {tmp_path / '.gb10check-status.json'}"]
+    assert not stage.check(cluster, 3600)[0]
+    stage.record_stages(cluster, stage_run({"network.py::t": "warning"}), FULL)  # degraded but usable: a pass
     assert stage.check(cluster, 3600)[0]
     assert not stage.check(cluster, 0)[0]  # too old for a zero-second limit
     cluster.write_text("name: y\n")
     ok, why = stage.check(cluster, 3600)
-    assert not ok and "another version" in why
-    stage.record_stage(cluster, {"a.py::t": "passed", "b.py::t": "failed"}, stages)
+    assert not ok and "another version" in why[0]
+    stage.record_stages(cluster, stage_run({"preflight.py::t": "passed", "network.py::t": "failed"}), FULL)
     ok, why = stage.check(cluster, 3600)
-    assert not ok and "failed: b.py::t" in why
-    said = []
-    assert stage.gate(cluster, 3600, override="maintenance window, links checked by hand", say=said.append)
-    log = (tmp_path / ".gb10check-overrides.log").read_text()
-    assert "maintenance window, links checked by hand" in log and "OVERRIDDEN" in said[0]
-    assert not stage.gate(cluster, 3600, say=said.append) and "refused" in said[-1]
+    assert not ok and why[1].startswith("network: the last network run (0 min ago) failed: network.py::t")
+    # A partial run never records its stage as passed.
+    notes = stage.record_stages(cluster, stage_run({"network.py::t": "passed"}), {"network": ["1 of 2 network checks deselected"]})
+    assert notes == ["gb10check stage status: network not recorded: a partial run (1 of 2 network checks deselected); the "
+                     "gate reads the last full network run"]
+    assert stage.records(cluster)["network"]["verdict"] == "failed"
 
 
-def test_gate_refuses_a_run_with_items_not_checked(tmp_path):
+def test_gate_refuses_items_not_checked_unless_their_code_is_waived(tmp_path):
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text("name: x\n")
-    note = stage.record_stage(cluster, {"a.py::t": "passed", "b.py::t": "not checked"}, {"a.py::t": "preflight", "b.py::t": "network"})
-    assert "NOT CHECKED (1 items)" in note
+    nc = [{"code": "command-failed", "severity": "not-checked"}]
+    note = stage.record_stages(cluster, stage_run({"preflight.py::t": "passed", "network.py::t": "not checked"},
+                                                  {"network.py::t": nc}), FULL)
+    assert note[1].startswith("gb10check stage status: network NOT CHECKED, recorded in")
     ok, why = stage.check(cluster, 3600)
-    assert not ok and "could not check 1 items: b.py::t" in why
+    assert not ok and why[1].startswith("network: the last network run (0 min ago) could not check 1 items: network.py::t "
+                                        "[command-failed]; fix what stopped them")
+    ok, why = stage.check(cluster, 3600, {"command-failed": "the port is read by hand"})
+    assert ok and why[1] == "network: passed 0 min ago, a full run of this cluster file; 1 not checked, waived: command-failed (the port is read by hand)"
+    assert not stage.check(cluster, 3600, {"garbled-output": "another code"})[0]
+
+
+def test_gate_override_is_logged_with_its_reason_and_step(tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    shutil.copy(REPO / "cluster.example.yaml", cluster)
     said = []
-    assert stage.gate(cluster, 3600, override="node 2 is being repaired", say=said.append) and "OVERRIDDEN" in said[0]
+    assert stage.gate(cluster, 3600, override="maintenance window, links checked by hand", say=said.append, step="sync")
+    log = (tmp_path / ".gb10check-overrides.log").read_text()
+    assert "sync" in log and "maintenance window, links checked by hand" in log and "OVERRIDDEN" in said[0]
+    assert not stage.gate(cluster, 3600, say=said.append) and said[-1].startswith("gate: refused: preflight: no full run")
+    cluster.write_text("name: [\n")
+    assert not stage.gate(cluster, 3600, say=said.append) and "invalid cluster file" in said[-1]
 
 
 def test_workflow_passes_actionlint():

@@ -10,7 +10,6 @@ from gb10check.verdict import report
 pytestmark = pytest.mark.preflight
 
 
-@pytest.mark.network  # the one check that fails for an unreachable node, in either stage; its others are not checked
 @reads("whoami")
 def test_ssh_user(node, cluster):
     try:
