@@ -238,6 +238,8 @@ def driver_packages(out: Output) -> list:
     """dpkg-query's rows for the patterns; a pattern that matches nothing makes it exit 1 beside the rows of the others."""
     if out.rc not in (0, 1) or (out.rc == 1 and "no packages found" not in out.stderr):
         raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
+    if out.rc == 0 and not out.stdout.strip():  # every pattern matched: rows must follow
+        raise facts.ParseError("dpkg-query", "a row for each pattern that matched", out.stdout)
     return facts.parse("dpkg_query", out.stdout) if out.stdout.strip() else []
 
 
