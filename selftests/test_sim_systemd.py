@@ -21,7 +21,10 @@ NETPLAN = "/etc/netplan/40-cx7.yaml"
 
 
 def netplan_step(cluster: Path, *args: str) -> subprocess.CompletedProcess:
-    return step("netplan", cluster, *args)
+    """The netplan step; one that changes the nodes goes past the gate by a logged override (the stages would fail on
+    exactly what it repairs)."""
+    override = () if "--check" in args else ("--override", "self-test: the netplan step repairs what the stages fail on")
+    return step("netplan", cluster, *args, *override)
 
 
 @pytest.fixture(scope="module")
