@@ -103,9 +103,11 @@ def parse_rdma_link(text: str) -> list[RdmaLink]:
         return links
     links = []
     for line in text.splitlines():
-        m = LINK_HEAD.match(line.strip())
-        if not m:
+        if not line.strip():
             continue
+        m = LINK_HEAD.match(line.strip())
+        if not m:  # every line of `rdma link` is a link line: another one is a cut or foreign line, never skipped
+            raise ParseError("rdma_link", "only " + expected, line)
         tokens = (m["rest"] or "").split()
         kv = {}
         i = 0
@@ -115,8 +117,11 @@ def parse_rdma_link(text: str) -> list[RdmaLink]:
                 i += 2
             else:
                 i += 1
-        if "state" in kv:
-            links.append(_rdma_link(m["dev"], int(m["port"]), kv))
+        if "state" not in kv:
+            raise ParseError("rdma_link", "a state on every link line", line)
+        if any((link.rdma_device, link.port) == (m["dev"], int(m["port"])) for link in links):
+            raise ParseError("rdma_link", f"each link once ({m['dev']}/{m['port']} is listed twice)", line)
+        links.append(_rdma_link(m["dev"], int(m["port"]), kv))
     if not links:
         raise ParseError("rdma_link", expected, text)
     return links
@@ -160,8 +165,14 @@ def parse_show_gids(text: str) -> list[Gid]:
         elif (c := GIDS_COUNT.match(s)):
             count = int(c[1])
         elif (m := GID_ROW.match(s)):
+            if any((g.rdma_device, g.port, g.index) == (m["dev"], int(m["port"]), int(m["index"])) for g in gids):
+                raise ParseError("show_gids", f"each GID index once ({m['dev']} port {m['port']} index {m['index']} is "
+                                              "listed twice)", line)
             gids.append(Gid(m["dev"], int(m["port"]), int(m["index"]), m["gid"].lower(), gid_type(m["ver"]),
                             m["ipv4"] or gid_ipv4(m["gid"]), m["netdev"]))
+        elif s and not set(s) <= set("-| :\t"):  # a line that is no header, rule, row or count: cut or foreign
+            raise ParseError("show_gids", "only the header, 'DEV PORT INDEX GID [IPv4] VER NETDEV' rows and n_gids_found=N",
+                             line)
     if count is not None and count != len(gids):
         raise ParseError("show_gids", f"{count} GID rows, as n_gids_found={count} says (found {len(gids)})", text)
     if not gids and count is None:
@@ -221,8 +232,13 @@ def _sysfs_lines(text: str, sections) -> list[str]:
         paths = re.findall(r"/sys/class/infiniband/[^\s;|&<>]+", command or "")
         single = paths[0] if len(paths) == 1 and not re.search(r"[*?{\[]", paths[0]) and re.fullmatch(SYSFS_PATH, paths[0]) else None
         banner = ibstatus = None
+        # A loop typed over several lines (`$ for d in ...; do` ... `done`): the lines up to its `done` are the command's.
+        looping = bool(command and re.match(r"(?:for|while|until)\b", command) and not re.search(r"\bdone\b", command))
         for line in output.splitlines():
             s = line.strip()
+            if looping:
+                looping = not re.search(r"(?:^|;\s*)done\b", s)
+                continue
             if HEAD_BANNER.match(s):
                 banner = s[3:-3].strip()
                 continue
@@ -263,6 +279,10 @@ def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[
         if m:
             p = port_of(m["dev"], int(m["port"]))
             leaf, value = m["leaf"], m["value"].strip()
+            # A file the checks read whose value does not read (cut, or another file's) is no answer, not an unknown one.
+            if leaf in ("state", "phys_state", "rate") and not (
+                    _state_word(value)[leaf == "phys_state"] if leaf != "rate" else RATE.search(value)):
+                raise ParseError("ib_sysfs", f"a {leaf} value ('4: ACTIVE', '5: LinkUp', '200 Gb/sec (2X NDR)')", line)
             if leaf == "state" and (s := _state_word(value)[0]):
                 p.port_state = s
             elif leaf == "phys_state" and (s := _state_word(value)[1]):
@@ -275,10 +295,14 @@ def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[
                 gid_parts.setdefault((m["dev"], int(m["port"]), int(g[2])), {})[g[1]] = value
             continue
         if line.startswith("/"):
-            continue
+            raise ParseError("ib_sysfs", "'PATH:VALUE' lines of /sys/class/infiniband/DEV/ports/N/...", line)
         dev = ROW_DEV.match(line)
         (state, phys), rate = _state_word(line), RATE.search(line)
-        if dev and dev["dev"].lower() not in ROW_LEAVES and (state or phys or rate):
+        if not (dev and dev["dev"].lower() not in ROW_LEAVES and (state or phys or rate)):
+            # a line that names no port and no state: cut, or another tool's; never a port that is not there
+            raise ParseError("ib_sysfs", "'grep -H' lines of /sys/class/infiniband/DEV/ports/N/... or 'DEV: 4: ACTIVE ... "
+                                         "Gb/sec' rows", line)
+        if True:
             p = port_of(dev["dev"], int(dev["port"] or dev["port2"] or 1))
             p.port_state = state or p.port_state
             p.phys_state = phys or p.phys_state
@@ -289,8 +313,10 @@ def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[
     for (dev, port, index), parts in sorted(gid_parts.items()):
         gid = parts.get("gids", "")
         # Unused table slots read as all zeros and have no type: not a GID.
-        if not re.fullmatch(_GID, gid) or set(gid) <= {"0", ":"}:
+        if re.fullmatch(_GID, gid) and set(gid) <= {"0", ":"}:
             continue
+        if not re.fullmatch(_GID, gid):
+            raise ParseError("ib_sysfs", f"a GID (8 groups of 4 hex digits) in {dev}/{port}/gids/{index}", gid or "<empty>")
         port_of(dev, port).gids.append(
             Gid(dev, port, index, gid.lower(), gid_type(parts.get("gid_attrs/types")), gid_ipv4(gid),
                 parts.get("gid_attrs/ndevs") or None)

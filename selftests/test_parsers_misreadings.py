@@ -1,0 +1,90 @@
+"""Text a parser cannot place makes the fact unreadable (ParseError: its checks are "not checked"); it is never dropped
+into a different answer that looks valid. Each test pins one misreading a parser made before its rule said so."""
+
+import pytest
+
+from gb10check.facts import ParseError, parse
+
+from . import test_parsers_ray as ray
+
+
+def _without(text: str, line: str) -> str:
+    assert line in text.splitlines()
+    return "\n".join(other for other in text.splitlines() if other != line) + "\n"
+
+
+# ---- ray status ---------------------------------------------------------------------------------------------------------
+
+def test_ray_status_without_its_node_list_is_not_a_cluster_of_no_nodes():
+    head = "\n".join(ray.STATUS_PAIR.splitlines()[:3]) + "\n"  # header, "Node status", its rule: the list cut off
+    with pytest.raises(ParseError, match="node list"):
+        parse("ray_status", head)
+    with pytest.raises(ParseError, match="node list"):
+        parse("ray_status", _without(_without(ray.STATUS_PAIR, "Active:"), " 1 node_" + ray.HEAD_ID).replace(
+            " 1 node_" + ray.WORKER_ID + "\n", ""))
+
+
+def test_ray_status_cut_before_its_totals_or_demands_is_refused():
+    lines = ray.STATUS_PAIR.splitlines()
+    with pytest.raises(ParseError, match="resource totals"):
+        parse("ray_status", "\n".join(lines[:lines.index("Resources")]) + "\n")
+    with pytest.raises(ParseError, match="cut short"):
+        parse("ray_status", "\n".join(lines[:lines.index("From request_resources:")]) + "\n")
+
+
+def test_ray_status_lines_out_of_place_are_refused():
+    node = " 1 node_" + ray.WORKER_ID
+    swapped = ray.STATUS_PAIR.replace(f"{node}\nPending:\n", f"Pending:\n{node}\n")  # a node under Pending
+    with pytest.raises(ParseError, match="under pending"):
+        parse("ray_status", swapped)
+    with pytest.raises(ParseError, match="listed twice"):
+        parse("ray_status", ray.STATUS_PAIR.replace(node, f"{node}\n{node}"))  # one node is not two
+    with pytest.raises(ParseError, match="listed twice"):
+        parse("ray_status", ray.STATUS_PAIR.replace(" 0.0/2.0 GPU", " 0.0/2.0 GPU\n 0.0/2.0 GPU"))
+    with pytest.raises(ParseError, match="no section name"):
+        parse("ray_status", ray.STATUS_PAIR.replace("Pending:\n", "Pending nodes and so on\n"))
+    with pytest.raises(ParseError, match="demand"):
+        parse("ray_status", ray.STATUS_PG_PENDING.replace("pending placement groups", "pending placement"))
+    idle_run_on = ray.STATUS_V2_IDLE.replace("Idle:\n", "")  # "(no active nodes)", then nodes: two sections run together
+    with pytest.raises(ParseError, match="note that there is none"):
+        parse("ray_status", idle_run_on)
+
+
+def test_ray_status_still_reads_every_layout():
+    for text in (ray.STATUS_PAIR, ray.STATUS_PAIR_VERBOSE, ray.STATUS_OLDER, ray.STATUS_PG_PENDING, ray.STATUS_V2_IDLE,
+                 ray.STATUS_RAY_2_2, ray.STATUS_NO_NODE_TYPES):
+        assert parse("ray_status", text).nodes >= 1
+
+
+# ---- ibdev2netdev, rdma link, show_gids, sysfs ------------------------------------------------------------------------------
+
+IBDEV = "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\nrocep1s0f1 port 1 ==> enp1s0f1np1 (Up)\n"
+
+
+def test_ibdev2netdev_line_it_cannot_read_is_refused_not_skipped():
+    with pytest.raises(ParseError, match="only lines like"):
+        parse("ibdev2netdev", IBDEV + "roceP2p1s0f0 port 1 ==> enP2p1s0f0n\n")  # cut: was read as two devices
+    with pytest.raises(ParseError, match="listed twice"):
+        parse("ibdev2netdev", IBDEV + IBDEV.splitlines()[0] + "\n")
+    assert len(parse("ibdev2netdev", IBDEV)) == 2
+
+
+def test_rdma_link_line_it_cannot_read_is_refused_not_skipped():
+    good = "link rocep1s0f0/1 state ACTIVE physical_state LINK_UP netdev enp1s0f0np0\n"
+    with pytest.raises(ParseError, match="only lines like"):
+        parse("rdma_link", good + "link roceP2p1s0f0/1 sta\n".replace("link ", "lin"))
+    with pytest.raises(ParseError, match="state on every link line"):
+        parse("rdma_link", good + "link roceP2p1s0f0/1 sta\n")
+    with pytest.raises(ParseError, match="listed twice"):
+        parse("rdma_link", good + good)
+
+
+def test_ib_sysfs_value_or_line_it_cannot_read_is_refused():
+    good = "/sys/class/infiniband/rocep1s0f1/ports/1/state:4: ACTIVE\n/sys/class/infiniband/rocep1s0f1/ports/1/rate:200 Gb/sec (4X HDR)\n"
+    assert parse("ib_sysfs", good)[0].port_state == "ACTIVE"
+    with pytest.raises(ParseError, match="state value"):
+        parse("ib_sysfs", good + "/sys/class/infiniband/roceP2p1s0f1/ports/1/state:4: AC\n")
+    with pytest.raises(ParseError, match="PATH:VALUE"):
+        parse("ib_sysfs", good + "/sys/class/infiniband/roceP2p1s0f1/ports/1/sta\n")
+    with pytest.raises(ParseError, match="GID"):
+        parse("ib_sysfs", good + "/sys/class/infiniband/rocep1s0f1/ports/1/gids/3:0000:0000:0000:0000:0000:ffff:c0a8\n")
