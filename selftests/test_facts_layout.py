@@ -240,6 +240,15 @@ def _marked_incomplete(damaged, plain) -> bool:
     return bool(flags(damaged, set()) - flags(plain, set()))
 
 
+def _unmarked(facts):
+    """The facts without their incompleteness fields."""
+    if isinstance(facts, dict):
+        return {k: _unmarked(v) for k, v in facts.items() if k not in INCOMPLETE}
+    if isinstance(facts, list):
+        return [_unmarked(v) for v in facts]
+    return facts
+
+
 def _atoms(facts, path: str = "") -> list[tuple[str, str]]:
     """The facts as (path, value) pairs: a dict by its keys, a list as its elements (each one whole, as JSON)."""
     import json
@@ -283,8 +292,8 @@ def structural_verdict(kind: str, how: str, plain, damaged) -> str | None:
     """None when the damaged facts are allowed, else why not."""
     if damaged == plain or "parse_error" in damaged:
         return None
-    if how in ("cut", "cut-mid-line") and _marked_incomplete(damaged, plain):
-        return None
+    if _marked_incomplete(damaged, plain) and _lost_records_only(_unmarked(damaged), _unmarked(plain)):
+        return None  # less than the whole, and saying so
     if kind in RECORD_PER_LINE and how in ("drop", "swap", "cut", "cut-mid-line") and _lost_records_only(damaged, plain):
         return None
     return f"{how} gave a different valid answer"

@@ -88,3 +88,42 @@ def test_ib_sysfs_value_or_line_it_cannot_read_is_refused():
         parse("ib_sysfs", good + "/sys/class/infiniband/roceP2p1s0f1/ports/1/sta\n")
     with pytest.raises(ParseError, match="GID"):
         parse("ib_sysfs", good + "/sys/class/infiniband/rocep1s0f1/ports/1/gids/3:0000:0000:0000:0000:0000:ffff:c0a8\n")
+
+
+# ---- nvidia-smi table ---------------------------------------------------------------------------------------------------
+
+def _smi_table() -> str:
+    from .test_parsers_variants import TABLE_R610_KMD_UMD
+
+    return TABLE_R610_KMD_UMD
+
+
+def test_nvidia_smi_gpu_block_it_cannot_read_is_refused_not_left_out():
+    table = _smi_table()
+    assert len(parse("nvidia_smi", table).gpus) == 1
+    lines = table.splitlines()
+    rule = next(n for n, line in enumerate(lines) if line.lstrip().startswith("|=") and "+" in line)
+    first_row = lines[rule + 1]
+    # The GPU's first row damaged: it was left out, and a closed table with no GPU in it read as "no GPUs".
+    damaged = "\n".join(lines[:rule + 1] + [first_row.replace("|", " ", 2)] + lines[rule + 2:])
+    with pytest.raises(ParseError, match="nvidia_smi"):
+        parse("nvidia_smi", damaged)
+    # Its second and third rows swapped: the figures were read from the wrong row (no power, MIG mode '0% Default').
+    swapped = "\n".join(lines[:rule + 2] + [lines[rule + 3], lines[rule + 2]] + lines[rule + 4:])
+    with pytest.raises(ParseError, match="GPU blocks"):
+        parse("nvidia_smi", swapped)
+
+
+# ---- df -----------------------------------------------------------------------------------------------------------------
+
+DF_TWO_PATHS = "$ df -B1 --output=target,avail / /home\nMounted on       Avail\n/          80579964928\n/home      1000000000\n"
+
+
+def test_df_row_it_cannot_read_or_a_row_missing_is_refused():
+    assert [r.target for r in parse("df", DF_TWO_PATHS)] == ["/", "/home"]
+    with pytest.raises(ParseError, match="rows of 2 columns"):
+        parse("df", DF_TWO_PATHS.replace("/home      1000000000", "/home"))  # cut: was left out
+    with pytest.raises(ParseError, match="for each of the 2 paths"):
+        parse("df", DF_TWO_PATHS.replace("/home      1000000000\n", ""))  # lost: one filesystem fewer
+    with pytest.raises(ParseError, match="unit"):
+        parse("df", DF_TWO_PATHS.split("\n", 1)[1])  # bare Avail without its -B1: was read as 1K blocks (1024x)
