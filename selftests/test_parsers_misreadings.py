@@ -73,8 +73,10 @@ def test_rdma_link_line_it_cannot_read_is_refused_not_skipped():
     good = "link rocep1s0f0/1 state ACTIVE physical_state LINK_UP netdev enp1s0f0np0\n"
     with pytest.raises(ParseError, match="only lines like"):
         parse("rdma_link", good + "link roceP2p1s0f0/1 sta\n".replace("link ", "lin"))
+    with pytest.raises(ParseError, match="key-value pairs"):
+        parse("rdma_link", good + "link roceP2p1s0f0/1 state ACTIVE phys\n")  # cut: was read with no physical state
     with pytest.raises(ParseError, match="state on every link line"):
-        parse("rdma_link", good + "link roceP2p1s0f0/1 sta\n")
+        parse("rdma_link", good + "link roceP2p1s0f0/1 netdev enP2p1s0f0np0\n")
     with pytest.raises(ParseError, match="listed twice"):
         parse("rdma_link", good + good)
 
@@ -86,6 +88,10 @@ def test_ib_sysfs_value_or_line_it_cannot_read_is_refused():
         parse("ib_sysfs", good + "/sys/class/infiniband/roceP2p1s0f1/ports/1/state:4: AC\n")
     with pytest.raises(ParseError, match="PATH:VALUE"):
         parse("ib_sysfs", good + "/sys/class/infiniband/roceP2p1s0f1/ports/1/sta\n")
+    loop = "rocep1s0f0:   1: DOWN    rate=40 Gb/sec (4X QDR)   link_layer=Ethernet\n"
+    assert parse("ib_sysfs", loop)[0].rate_gbps == 40.0
+    with pytest.raises(ParseError, match="rate"):
+        parse("ib_sysfs", loop + "rocep1s0f1:   4: ACTIVE  rate=200 G\n")  # cut: was read as a port of unknown rate
     with pytest.raises(ParseError, match="GID"):
         parse("ib_sysfs", good + "/sys/class/infiniband/rocep1s0f1/ports/1/gids/3:0000:0000:0000:0000:0000:ffff:c0a8\n")
 
@@ -127,3 +133,32 @@ def test_df_row_it_cannot_read_or_a_row_missing_is_refused():
         parse("df", DF_TWO_PATHS.replace("/home      1000000000\n", ""))  # lost: one filesystem fewer
     with pytest.raises(ParseError, match="unit"):
         parse("df", DF_TWO_PATHS.split("\n", 1)[1])  # bare Avail without its -B1: was read as 1K blocks (1024x)
+
+
+# ---- docker compose ps, dpkg-query ----------------------------------------------------------------------------------------
+
+PS = ("NAME        IMAGE                 COMMAND                  SERVICE   CREATED          STATUS                    PORTS\n"
+      "gb10-vllm   example/vllm:latest   \"vllm serve /models\u2026\"   vllm      14 minutes ago   Up 13 minutes (healthy)\n")
+
+
+def test_compose_ps_row_moved_against_its_header_still_reads_its_status():
+    # A wide character shifted the row: its cells were cut at the header's positions and the state read "unknown".
+    (row,) = parse("compose_ps", PS)
+    assert (row.name, row.state, row.health, row.service) == ("gb10-vllm", "running", "healthy", "vllm")
+
+
+def test_compose_ps_row_without_a_status_or_listed_twice_is_refused():
+    header, row = PS.splitlines()
+    with pytest.raises(ParseError, match="a status"):
+        parse("compose_ps", PS + header + "\n")  # the header again: was a container named NAME in state unknown
+    with pytest.raises(ParseError, match="listed twice"):
+        parse("compose_ps", PS + row + "\n")
+
+
+def test_dpkg_query_line_it_cannot_read_or_listed_twice_is_refused():
+    good = "openssh-server install ok installed\nlibc6 install ok installed\n"
+    assert [p.package for p in parse("dpkg_query", good)] == ["openssh-server", "libc6"]
+    with pytest.raises(ParseError, match="only 'PACKAGE WANT ok STATE'"):
+        parse("dpkg_query", good + "nvidia-driver-580 hold ok inst\n")  # cut: was skipped (the hold unseen)
+    with pytest.raises(ParseError, match="listed twice"):
+        parse("dpkg_query", good + "libc6 install ok installed\n")

@@ -109,6 +109,8 @@ def parse_rdma_link(text: str) -> list[RdmaLink]:
         if not m:  # every line of `rdma link` is a link line: another one is a cut or foreign line, never skipped
             raise ParseError("rdma_link", "only " + expected, line)
         tokens = (m["rest"] or "").split()
+        if len(tokens) % 2:  # `rdma link` prints key-value pairs: an odd count is a line cut short
+            raise ParseError("rdma_link", "key-value pairs after 'link DEV/PORT'", line)
         kv = {}
         i = 0
         while i < len(tokens) - 1:
@@ -302,14 +304,15 @@ def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[
             # a line that names no port and no state: cut, or another tool's; never a port that is not there
             raise ParseError("ib_sysfs", "'grep -H' lines of /sys/class/infiniband/DEV/ports/N/... or 'DEV: 4: ACTIVE ... "
                                          "Gb/sec' rows", line)
-        if True:
-            p = port_of(dev["dev"], int(dev["port"] or dev["port2"] or 1))
-            p.port_state = state or p.port_state
-            p.phys_state = phys or p.phys_state
-            if rate:
-                p.rate_gbps, p.rate_width = float(rate["gbps"]), rate["width"]
-            if (ll := LINK_LAYER.search(line)):
-                p.link_layer = ll[1]
+        if re.search(r"\brate\b", line) and not rate or re.search(r"link_layer[=:]\s*$", line):
+            raise ParseError("ib_sysfs", "a rate ('200 Gb/sec (2X NDR)') and link layer where the row names them", line)
+        p = port_of(dev["dev"], int(dev["port"] or dev["port2"] or 1))
+        p.port_state = state or p.port_state
+        p.phys_state = phys or p.phys_state
+        if rate:
+            p.rate_gbps, p.rate_width = float(rate["gbps"]), rate["width"]
+        if (ll := LINK_LAYER.search(line)):
+            p.link_layer = ll[1]
     for (dev, port, index), parts in sorted(gid_parts.items()):
         gid = parts.get("gids", "")
         # Unused table slots read as all zeros and have no type: not a GID.
