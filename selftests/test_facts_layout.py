@@ -269,7 +269,14 @@ def _lost_records_only(damaged, plain) -> bool:
     """Every record (list element, dict entry, value) of the damaged answer is one of the undamaged answer's, unchanged."""
     from collections import Counter
 
-    return not Counter(_atoms(damaged)) - Counter(_atoms(plain))
+    # A value read as None (not in the output) is a lost record too: None is "unknown", never a reading.
+    return not Counter(a for a in _atoms(damaged) if a[1] != "null" and a[0] not in ESTIMATES) - Counter(_atoms(plain))
+
+
+# Fields a parser computes, under a name that says so, where the output lacks the figure itself: /proc/meminfo without
+# MemAvailable (a kernel before 3.14, or the line lost from a paste of a kernel that prints none of the later lines
+# either) gets procps' estimate, and the judges say it is one.
+ESTIMATES = {".mem_available_estimate_gib"}
 
 
 def structural(text: str, how: str, at: int) -> str:
@@ -312,9 +319,9 @@ STRUCTURAL = ("drop", "dup", "swap", "cut", "cut-mid-line")
 # Kinds whose parsers do not yet hold to this rule (a lost, repeated or cut line still reads as another valid answer):
 # the test runs on them and is expected to fail until their parsers are fixed; one that passes shows as XPASS.
 NOT_YET_HELD = {"compose_config", "docker_health", "docker_image_inspect", "docker_inspect",
-                "ethtool", "free", "ibstat", "ibv_devinfo", "ip_addr", "ip_j_addr", "lspci", "meminfo",
+                "ethtool", "free", "ibstat", "ibv_devinfo", "ip_addr", "ip_j_addr", "lspci",
                 "nccl_tests", "nmcli_profiles", "nvidia_smi", "nvidia_smi_query", "nvml_mismatch", "perftest",
-                "proc_driver_nvidia_version", "ray_version", "ufw_status", "ufw_user_rules",
+                "proc_driver_nvidia_version", "ray_version", "ufw_user_rules",
                 "unattended_upgrades", "vllm_chat", "vllm_error", "vllm_models", "vllm_sse"}
 
 

@@ -162,3 +162,35 @@ def test_dpkg_query_line_it_cannot_read_or_listed_twice_is_refused():
         parse("dpkg_query", good + "nvidia-driver-580 hold ok inst\n")  # cut: was skipped (the hold unseen)
     with pytest.raises(ParseError, match="listed twice"):
         parse("dpkg_query", good + "libc6 install ok installed\n")
+
+
+# ---- ufw status, /proc/meminfo, free -------------------------------------------------------------------------------------
+
+UFW = ("Status: active\n\nTo                         Action      From\n--                         ------      ----\n"
+       "22/tcp                     ALLOW IN    Anywhere\n6379/tcp                   ALLOW IN    169.254.0.0/16\n")
+
+
+def test_ufw_rule_line_it_cannot_read_or_listed_twice_is_refused():
+    assert len(parse("ufw_status", UFW).rules) == 2
+    with pytest.raises(ParseError, match="rule lines"):
+        parse("ufw_status", UFW + "8000/tcp                   ALLO\n")  # cut: was skipped, a rule fewer
+    with pytest.raises(ParseError, match="rule lines"):
+        parse("ufw_status", UFW + "8000/tcp                   ALLOW IN\n")  # its source cut: was read as source "IN"
+    with pytest.raises(ParseError, match="each rule once"):
+        parse("ufw_status", UFW + "22/tcp                     ALLOW IN    Anywhere\n")
+
+
+def test_meminfo_without_memavailable_from_a_kernel_that_prints_it_is_refused():
+    modern = "MemTotal:       127601488 kB\nMemFree:         3139532 kB\nMemAvailable:   40174336 kB\nKReclaimable:     477352 kB\n"
+    assert parse("meminfo", modern)["mem_available_gib"] == 38.313
+    # MemAvailable lost from the paste: it read as a kernel before 3.14, the available memory "unknown".
+    with pytest.raises(ParseError, match="MemAvailable"):
+        parse("meminfo", modern.replace("MemAvailable:   40174336 kB\n", ""))
+
+
+def test_free_mem_line_cut_short_is_refused():
+    free = ("               total        used        free      shared  buff/cache   available\n"
+            "Mem:             121          95          12           0          14          25\n")
+    assert parse("free", "$ free -g\n" + free)["mem_available_gib"] == 25.0
+    with pytest.raises(ParseError, match="6 figures"):
+        parse("free", "$ free -g\n" + free[:free.index("  14")])  # was read with the available memory unknown
