@@ -254,29 +254,32 @@ def _unmarked(facts):
     return facts
 
 
-def _atoms(facts, path: str = "") -> list[tuple[str, str]]:
-    """The facts as (path, value) pairs: a dict by its keys, a list as its elements (each one whole, as JSON)."""
-    import json
-
-    if isinstance(facts, dict):
-        return [atom for key, value in facts.items() for atom in _atoms(value, f"{path}.{key}")]
-    if isinstance(facts, list):
-        return [(f"{path}[]", json.dumps(value, sort_keys=True)) for value in facts]
-    return [(path, json.dumps(facts))]
+def _weaker(damaged, plain) -> bool:
+    """The damaged answer says less than the undamaged one, never something else: each of its records is one of the
+    undamaged answer's (list elements matched one to one), each value the same or None ("unknown")."""
+    if damaged is None or damaged == plain:
+        return True
+    if isinstance(damaged, dict) and isinstance(plain, dict):
+        return all(_weaker(v, plain[k]) if k in plain else (v is None or k in ESTIMATES) for k, v in damaged.items())
+    if isinstance(damaged, list) and isinstance(plain, list):
+        unused = list(plain)
+        for d in damaged:
+            match = next((n for n, p in enumerate(unused) if _weaker(d, p)), None)
+            if match is None:
+                return False
+            del unused[match]
+        return True
+    return False
 
 
 def _lost_records_only(damaged, plain) -> bool:
-    """Every record (list element, dict entry, value) of the damaged answer is one of the undamaged answer's, unchanged."""
-    from collections import Counter
-
-    # A value read as None (not in the output) is a lost record too: None is "unknown", never a reading.
-    return not Counter(a for a in _atoms(damaged) if a[1] != "null" and a[0] not in ESTIMATES) - Counter(_atoms(plain))
+    return _weaker(damaged, plain)
 
 
 # Fields a parser computes, under a name that says so, where the output lacks the figure itself: /proc/meminfo without
 # MemAvailable (a kernel before 3.14, or the line lost from a paste of a kernel that prints none of the later lines
 # either) gets procps' estimate, and the judges say it is one.
-ESTIMATES = {".mem_available_estimate_gib"}
+ESTIMATES = {"mem_available_estimate_gib"}
 
 
 def structural(text: str, how: str, at: int) -> str:
@@ -306,7 +309,7 @@ def structural_verdict(kind: str, how: str, plain, damaged) -> str | None:
         return None
     if _marked_incomplete(damaged, plain) and _lost_records_only(_unmarked(damaged), _unmarked(plain)):
         return None  # less than the whole, and saying so
-    if kind in SAMPLES and how == "dup" and set(_atoms(damaged)) == set(_atoms(plain)):
+    if kind in SAMPLES and how == "dup" and isinstance(damaged, list) and all(row in plain for row in damaged):
         return None  # one more sample, the same values
     if kind in RECORD_PER_LINE and how in ("drop", "swap", "cut", "cut-mid-line") and _lost_records_only(damaged, plain):
         return None
@@ -319,7 +322,7 @@ STRUCTURAL = ("drop", "dup", "swap", "cut", "cut-mid-line")
 # Kinds whose parsers do not yet hold to this rule (a lost, repeated or cut line still reads as another valid answer):
 # the test runs on them and is expected to fail until their parsers are fixed; one that passes shows as XPASS.
 NOT_YET_HELD = {"compose_config", "docker_health", "docker_image_inspect", "docker_inspect",
-                "ethtool", "free", "ibstat", "ibv_devinfo", "ip_addr", "ip_j_addr", "lspci",
+                "ethtool", "free", "ibstat", "ibv_devinfo", "ip_j_addr", "lspci",
                 "nccl_tests", "nmcli_profiles", "nvidia_smi", "nvidia_smi_query", "nvml_mismatch", "perftest",
                 "proc_driver_nvidia_version", "ray_version", "ufw_user_rules",
                 "unattended_upgrades", "vllm_chat", "vllm_error", "vllm_models", "vllm_sse"}

@@ -194,3 +194,36 @@ def test_free_mem_line_cut_short_is_refused():
     assert parse("free", "$ free -g\n" + free)["mem_available_gib"] == 25.0
     with pytest.raises(ParseError, match="6 figures"):
         parse("free", "$ free -g\n" + free[:free.index("  14")])  # was read with the available memory unknown
+
+
+# ---- ip addr ------------------------------------------------------------------------------------------------------------
+
+IP = """1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000
+    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00
+    inet 127.0.0.1/8 scope host lo
+       valid_lft forever preferred_lft forever
+5: enp1s0f0np0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc mq state UP group default qlen 1000
+    link/ether 3c:6d:66:cc:b3:b7 brd ff:ff:ff:ff:ff:ff
+    inet 169.254.94.252/16 scope global enp1s0f0np0
+       valid_lft forever preferred_lft forever
+"""
+
+
+def test_ip_addr_lines_it_cannot_place_are_refused():
+    assert [(i.name, i.ipv4) for i in parse("ip_addr", IP)] == [("lo", ["127.0.0.1/8"]), ("enp1s0f0np0", ["169.254.94.252/16"])]
+    head = IP.splitlines()[4]
+    # The QSFP interface's head lost: its address was read as the loopback's, the interface absent.
+    with pytest.raises(ParseError, match="one link/ line per interface"):
+        parse("ip_addr", IP.replace(head + "\n", ""))
+    # The head cut short: read as an interface in state "unknown" without its MTU.
+    with pytest.raises(ParseError, match="with its state"):
+        parse("ip_addr", IP.replace(head, head[:80]))
+    # An address line cut inside its prefix: read as 169.254.94.252/1.
+    with pytest.raises(ParseError, match="with its scope"):
+        parse("ip_addr", IP.split("    inet 169.254.94.252/16")[0] + "    inet 169.254.94.252/1")
+    with pytest.raises(ParseError, match="MAC address of 6 bytes"):
+        parse("ip_addr", IP.replace("link/ether 3c:6d:66:cc:b3:b7 brd ff:ff:ff:ff:ff:ff", "link/ether 3c:6d:66:cc:b3"))
+    with pytest.raises(ParseError, match="each address once"):
+        parse("ip_addr", IP + "    inet 169.254.94.252/16 scope global enp1s0f0np0\n")
+    with pytest.raises(ParseError, match="'ip addr' lines"):
+        parse("ip_addr", IP + "    inet 169.254.94\n")  # was skipped: an address fewer
