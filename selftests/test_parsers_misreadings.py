@@ -217,7 +217,7 @@ def test_ip_addr_lines_it_cannot_place_are_refused():
         parse("ip_addr", IP.replace(head + "\n", ""))
     # The head cut short: read as an interface in state "unknown" without its MTU.
     with pytest.raises(ParseError, match="with its state"):
-        parse("ip_addr", IP.replace(head, head[:80]))
+        parse("ip_addr", IP.replace(head, head.split(" qdisc")[0]))
     # An address line cut inside its prefix: read as 169.254.94.252/1.
     with pytest.raises(ParseError, match="with its scope"):
         parse("ip_addr", IP.split("    inet 169.254.94.252/16")[0] + "    inet 169.254.94.252/1")
