@@ -213,10 +213,11 @@ def test_a_numbered_column_that_does_not_count_up_is_not_a_gutter():
 # shows one of them (where the undamaged one does not) is marked incomplete: the judges read it as such.
 INCOMPLETE = {"complete": False, "truncated": True, "processes_listed": False, "done": False}
 
-# Outputs of one independent record per line, with no count or closing line: a lost or cut-off line is a lost record,
-# and a record the tool never printed looks the same. There a lost line may only lose its record (never change one),
-# and two swapped lines only reorder records; the judges compare the records with the cluster file's, by name.
-RECORD_PER_LINE = {"ray_status", "ibdev2netdev", "rdma_link", "dpkg_query", "df", "compose_ps", "nvidia_smi_query", "ufw_status", "ip_addr",
+# Outputs of one independent record (or one `key: value`) per line, with no count or closing line: a lost or cut-off
+# line is a lost record or value, and one the tool never printed looks the same. There a lost line may only lose its
+# record or leave its value None ("unknown"), never change one, and two swapped lines only reorder records; the judges
+# compare the records with the cluster file's, by name, and read None as not known.
+RECORD_PER_LINE = {"ray_status", "ethtool", "ibdev2netdev", "rdma_link", "dpkg_query", "df", "compose_ps", "nvidia_smi_query", "ufw_status", "ip_addr",
                    "show_gids", "ib_sysfs", "nmcli_profiles", "free", "meminfo"}
 
 # Outputs of repeated samples (`nvidia-smi --query-gpu=... -l N`): a loop prints each GPU's row once per sample,
@@ -322,7 +323,7 @@ STRUCTURAL = ("drop", "dup", "swap", "cut", "cut-mid-line")
 # Kinds whose parsers do not yet hold to this rule (a lost, repeated or cut line still reads as another valid answer):
 # the test runs on them and is expected to fail until their parsers are fixed; one that passes shows as XPASS.
 NOT_YET_HELD = {"compose_config", "docker_health", "docker_image_inspect", "docker_inspect",
-                "ethtool", "free", "ibstat", "ibv_devinfo", "ip_j_addr", "lspci",
+                "free", "ibstat", "ibv_devinfo", "ip_j_addr", "lspci",
                 "nccl_tests", "nmcli_profiles", "nvidia_smi", "nvidia_smi_query", "nvml_mismatch", "perftest",
                 "proc_driver_nvidia_version", "ray_version", "ufw_user_rules",
                 "unattended_upgrades", "vllm_chat", "vllm_error", "vllm_models", "vllm_sse"}

@@ -227,3 +227,20 @@ def test_ip_addr_lines_it_cannot_place_are_refused():
         parse("ip_addr", IP + "    inet 169.254.94.252/16 scope global enp1s0f0np0\n")
     with pytest.raises(ParseError, match="'ip addr' lines"):
         parse("ip_addr", IP + "    inet 169.254.94\n")  # was skipped: an address fewer
+
+
+# ---- ethtool ------------------------------------------------------------------------------------------------------------
+
+ETHTOOL = ("Settings for enp1s0f1np1:\n\tSupported ports: [ FIBRE ]\n\tSpeed: 200000Mb/s\n\tLanes: 4\n\tDuplex: Full\n"
+           "\tAuto-negotiation: on\n\tPort: Direct Attach Copper\n\tLink detected: yes\n")
+
+
+def test_ethtool_value_it_cannot_read_or_a_cut_block_is_refused():
+    (link,) = parse("ethtool", ETHTOOL)
+    assert (link.speed_mbps, link.link_detected) == (200000, True)
+    with pytest.raises(ParseError, match="a Speed value"):
+        parse("ethtool", ETHTOOL.replace("200000Mb/s", "2000"))  # cut: was a link of unknown speed
+    with pytest.raises(ParseError, match="a Link detected value"):
+        parse("ethtool", ETHTOOL.replace("Link detected: yes", "Link detected: y"))  # was "not known"
+    with pytest.raises(ParseError, match="'Link detected:' at the end"):
+        parse("ethtool", ETHTOOL.replace("\tLink detected: yes\n", ""))  # cut before its last line
