@@ -244,3 +244,10 @@ def test_ethtool_value_it_cannot_read_or_a_cut_block_is_refused():
         parse("ethtool", ETHTOOL.replace("Link detected: yes", "Link detected: y"))  # was "not known"
     with pytest.raises(ParseError, match="'Link detected:' at the end"):
         parse("ethtool", ETHTOOL.replace("\tLink detected: yes\n", ""))  # cut before its last line
+
+
+def test_proc_driver_version_cut_at_its_version_is_refused():
+    line = "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.126.09  Release Build  (dvs-builder@U22)  Wed Jan  7 2026\n"
+    assert parse("proc_driver_nvidia_version", line).version == "580.126.09"
+    with pytest.raises(ParseError, match="build after the version"):
+        parse("proc_driver_nvidia_version", line[:line.index("580.12") + 6])  # was read as driver 580.12

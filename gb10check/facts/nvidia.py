@@ -490,6 +490,11 @@ def parse_proc_version(text: str) -> KernelModule:
                          "'NVRM version: NVIDIA UNIX [Open] Kernel Module ... VERSION ...' (/proc/driver/nvidia/version)", text)
     gcc = re.search(r"^\s*GCC version:\s+(.*?)\s*$", text[m.end():], re.M)
     build = m["build"] or None
+    if not build:
+        # the NVRM line goes on after its version (the build, the builder, the date): ending at it, it is cut, and the
+        # version may be too ("580.12")
+        raise ParseError("proc_driver_nvidia_version", "the NVRM line with its build after the version ('... 580.126.09  "
+                                                       "Release Build  (builder@host)  DATE')", m[0])
     builder = re.search(r"\(([^()\s]+@[^()\s]*)\)", build or "")
     date = re.sub(r"^(?:Release Build|Debug Build|Develop Build)?\s*(?:\([^()]*\)\s*)?", "", build or "").strip() or None
     return KernelModule(m["version"], "open" if (m["open1"] or m["open2"]) else "proprietary", m["arch1"] or m["arch2"],
