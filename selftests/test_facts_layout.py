@@ -217,7 +217,8 @@ INCOMPLETE = {"complete": False, "truncated": True, "processes_listed": False, "
 # line is a lost record or value, and one the tool never printed looks the same. There a lost line may only lose its
 # record or leave its value None ("unknown"), never change one, and two swapped lines only reorder records; the judges
 # compare the records with the cluster file's, by name, and read None as not known.
-RECORD_PER_LINE = {"ray_status", "ray_version", "proc_driver_nvidia_version", "ethtool", "ibdev2netdev", "rdma_link", "dpkg_query", "df", "compose_ps", "nvidia_smi_query", "ufw_status", "ip_addr",
+RECORD_PER_LINE = {"ray_status", "ray_version", "proc_driver_nvidia_version", "ethtool", "ibstat", "ibv_devinfo",
+                   "ibdev2netdev", "rdma_link", "dpkg_query", "df", "compose_ps", "nvidia_smi_query", "ufw_status", "ip_addr",
                    "show_gids", "ib_sysfs", "nmcli_profiles", "free", "meminfo"}
 
 # Outputs of repeated samples (`nvidia-smi --query-gpu=... -l N`): a loop prints each GPU's row once per sample,
@@ -324,7 +325,7 @@ STRUCTURAL = ("drop", "dup", "swap", "cut", "cut-mid-line")
 # the test runs on them and is expected to fail until their parsers are fixed; one that passes shows as XPASS.
 # (proc_driver_nvidia_version: its build and GCC texts cut inside read as shorter texts; the version itself is held.)
 NOT_YET_HELD = {"compose_config", "docker_health", "docker_image_inspect", "docker_inspect",
-                "free", "ibstat", "ibv_devinfo", "ip_j_addr", "lspci",
+                "free", "ip_j_addr", "lspci",
                 "nccl_tests", "nmcli_profiles", "nvidia_smi", "nvidia_smi_query", "nvml_mismatch", "perftest",
                 "proc_driver_nvidia_version", "ufw_user_rules",
                 "unattended_upgrades", "vllm_chat", "vllm_error", "vllm_models", "vllm_sse"}

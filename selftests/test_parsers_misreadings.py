@@ -251,3 +251,42 @@ def test_proc_driver_version_cut_at_its_version_is_refused():
     assert parse("proc_driver_nvidia_version", line).version == "580.126.09"
     with pytest.raises(ParseError, match="build after the version"):
         parse("proc_driver_nvidia_version", line[:line.index("580.12") + 6])  # was read as driver 580.12
+
+
+# ---- ibstat, ibv_devinfo ------------------------------------------------------------------------------------------------
+
+IBSTAT = ("CA 'rocep1s0f0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.45.4028\n\tPort 1:\n"
+          "\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 200\n\t\tPort GUID: 0xfe4ceafffef94234\n"
+          "\t\tLink layer: Ethernet\n")
+IBSTAT_2 = IBSTAT.replace("rocep1s0f0", "rocep1s0f1").replace("Active", "Down").replace("LinkUp", "Disabled")
+
+
+def test_ibstat_values_it_cannot_read_or_a_lost_ca_line_are_refused():
+    assert [(p.rdma_device, p.state) for p in parse("ibstat", IBSTAT + IBSTAT_2)] == [("rocep1s0f0", "up"),
+                                                                                      ("rocep1s0f1", "down")]
+    with pytest.raises(ParseError, match="port State"):
+        parse("ibstat", IBSTAT.replace("State: Active", "State: Act"))  # was a port of no state
+    with pytest.raises(ParseError, match="each port of CA 'rocep1s0f0' once"):
+        parse("ibstat", IBSTAT + IBSTAT_2.replace("CA 'rocep1s0f1'\n", ""))  # the down port read as rocep1s0f0's
+    with pytest.raises(ParseError, match="Port GUID"):
+        parse("ibstat", IBSTAT.replace("0xfe4ceafffef94234", "0xfe4c"))
+
+
+DEVINFO = ("hca_id:\trocep1s0f0\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t28.45.4028\n"
+           "\tnode_guid:\t\t\t4cbb:4703:002d:1a16\n\tsys_image_guid:\t\t\t4cbb:4703:002d:1a16\n\tphys_port_cnt:\t\t\t1\n"
+           "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tmax_mtu:\t\t4096 (5)\n\t\t\tactive_mtu:\t\t1024 (3)\n"
+           "\t\t\tlink_layer:\t\tEthernet\n\n")
+
+
+def test_ibv_devinfo_lines_it_cannot_place_are_refused():
+    second = DEVINFO.replace("rocep1s0f0", "rocep1s0f1").replace("PORT_ACTIVE (4)", "PORT_DOWN (1)")
+    assert [(h.rdma_device, h.ports[0].state) for h in parse("ibv_devinfo", DEVINFO + second)] == [
+        ("rocep1s0f0", "up"), ("rocep1s0f1", "down")]
+    with pytest.raises(ParseError, match="each port of rocep1s0f0 once"):
+        parse("ibv_devinfo", DEVINFO + second.replace("hca_id:\trocep1s0f1\n", ""))  # its port read as rocep1s0f0's
+    with pytest.raises(ParseError, match="port state"):
+        parse("ibv_devinfo", DEVINFO.replace("PORT_ACTIVE (4)", "PORT_ACT"))  # was "down"
+    with pytest.raises(ParseError, match="the port blocks of rocep1s0f1"):
+        parse("ibv_devinfo", DEVINFO + "hca_id:\trocep1s0f1\n")  # cut after its hca_id: was an HCA with no port
+    with pytest.raises(ParseError, match="a port number"):
+        parse("ibv_devinfo", DEVINFO.replace("\t\tport:\t1\n", "\t\tport:\n"))  # the port was left out

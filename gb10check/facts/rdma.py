@@ -417,7 +417,16 @@ def parse_ibv_devinfo(text: str, command: str | None = None) -> list[Hca]:
     only = re.search(r"(?:\s-i\s*|--ib-port[= ])(\d+)", command or "")
 
     def close_port():
-        if port is not None and hcas and port["port"].isdigit():
+        if port is not None and hcas:
+            if not port["port"].isdigit():
+                raise ParseError("ibv_devinfo", "a port number after 'port:'", f"port: {port['port']}")
+            if any(p.port == int(port["port"]) for p in hcas[-1].ports):
+                # one HCA's ports once each: a second "port: 1" is the next HCA's, whose hca_id line was lost
+                raise ParseError("ibv_devinfo", f"each port of {hcas[-1].rdma_device} once", f"port: {port['port']}")
+            state = _word(port.get("state"))
+            if state is not None and state.removeprefix("PORT_") not in PORT_STATES:  # cut or garbled: never "down"
+                raise ParseError("ibv_devinfo", "a port state (PORT_ACTIVE, PORT_DOWN, PORT_INIT, PORT_ARMED)",
+                                 port["state"])
             hcas[-1].ports.append(_hca_port(hcas[-1], port, gids))
 
     for raw in text.splitlines():
@@ -430,7 +439,11 @@ def parse_ibv_devinfo(text: str, command: str | None = None) -> list[Hca]:
             port, gids = None, []
             if value:
                 hcas.append(Hca(value))
-        elif not hcas or key == "Device ports":
+        elif not hcas:
+            if raw.strip() and not re.fullmatch(r"\s*No IB devices found\s*", raw):
+                raise ParseError("ibv_devinfo", "'hca_id:' before an HCA's lines", raw)
+            continue
+        elif key == "Device ports":
             continue
         elif key == "port":
             close_port()
@@ -462,6 +475,14 @@ def parse_ibv_devinfo(text: str, command: str | None = None) -> list[Hca]:
         elif key == "vendor_part_id":
             hcas[-1].vendor_part_id = _int(value)
     close_port()
+    for hca in hcas:
+        # ibv_devinfo prints every HCA with its ports: one without (cut after hca_id, or a repeated hca_id line) is not
+        # an HCA with no ports
+        if not hca.ports:
+            raise ParseError("ibv_devinfo", f"the port blocks of {hca.rdma_device}", f"hca_id: {hca.rdma_device}")
+        for guid in (hca.node_guid, hca.sys_image_guid):
+            if guid is not None and not re.fullmatch(r"[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){3}", guid):
+                raise ParseError("ibv_devinfo", "GUIDs of four 4-digit groups", guid)
     if not hcas and re.fullmatch(r"\s*No IB devices found\s*", text):  # ibv_devinfo's own answer on a machine without one
         return []
     if not hcas:
@@ -519,6 +540,15 @@ def parse_ibstat(text: str, command: str | None = None) -> list[IbstatPort]:
         if cur is not None and ca is not None and cur.get("State"):
             raw_state = cur["State"].strip()
             state = _IBSTAT_STATES.get(raw_state.lower())
+            if state is None:  # a state cut short or garbled is no state: never "down"
+                raise ParseError("ibstat", "a port State (Down, Initializing, Armed, Active)", raw_state)
+            if any(cur.get(k) and not re.fullmatch(r"0x[0-9a-fA-F]{16}", cur[k].strip()) for k in ("Port GUID",)):
+                raise ParseError("ibstat", "a Port GUID of 16 hex digits", cur["Port GUID"])
+            if cur.get("Rate") and not re.fullmatch(r"\d+(?:\.\d+)?(?: \(\w+\))?", cur["Rate"].strip()):
+                raise ParseError("ibstat", "a port Rate ('200', '40 (FDR10)')", cur["Rate"])
+            if any((p.rdma_device, p.port) == (ca["name"], int(cur["port"])) for p in out):
+                # one CA's ports once each: a second "Port 1:" is the next CA's, whose "CA '...'" line was lost
+                raise ParseError("ibstat", f"each port of CA '{ca['name']}' once", f"Port {cur['port']}:")
             rate = re.match(r"(\d+(?:\.\d+)?)\b", cur.get("Rate", ""))
             out.append(IbstatPort(ca["name"], int(cur["port"]), state, cur.get("Physical state") or None,
                                   float(rate[1]) if rate else None, cur.get("Link layer") or None,
@@ -532,6 +562,8 @@ def parse_ibstat(text: str, command: str | None = None) -> list[IbstatPort]:
             close()
             ca, cur, ports_seen = {"name": m["name"]}, None, 0
         elif ca is None:
+            if line and (":" in line or PORT_HEAD.match(line)):
+                raise ParseError("ibstat", "\"CA 'NAME'\" before a CA's lines", raw)
             continue
         elif (m := PORT_HEAD.match(line)):
             close()
