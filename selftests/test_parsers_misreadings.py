@@ -290,3 +290,28 @@ def test_ibv_devinfo_lines_it_cannot_place_are_refused():
         parse("ibv_devinfo", DEVINFO + "hca_id:\trocep1s0f1\n")  # cut after its hca_id: was an HCA with no port
     with pytest.raises(ParseError, match="a port number"):
         parse("ibv_devinfo", DEVINFO.replace("\t\tport:\t1\n", "\t\tport:\n"))  # the port was left out
+
+
+# ---- perftest -----------------------------------------------------------------------------------------------------------
+
+def test_perftest_lost_address_line_or_misplaced_row_is_refused():
+    from .test_parsers_perftest_nccl import DASH, HEADER_MB
+
+    text = HEADER_MB.replace("Number of qps   : 2", "Number of qps   : 1") + f""" local address: LID 0000 QPN 0x0a11 PSN 0x1b2c3d
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:172:16:9:1
+ remote address: LID 0000 QPN 0x0b07 PSN 0x3c4d5e
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:172:16:9:2
+{DASH}
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 4096       5000             90.10              90.00              2.74
+ 65536      5000             98.10              97.95              0.186830
+{DASH}
+"""
+    assert parse("perftest", text).bw_average_gbps == 97.95
+    # A QP's remote address line lost: the local GID's address read as the only one, the remote as the next QP's.
+    with pytest.raises(ParseError, match="remote address lines"):
+        parse("perftest", text.replace(" remote address: LID 0000 QPN 0x0b07 PSN 0x3c4d5e\n", ""))
+    # The largest size's row repeated after the smaller one: it was averaged in twice.
+    row = " 4096       5000             90.10              90.00              2.74\n"
+    with pytest.raises(ParseError, match="each message size once"):
+        parse("perftest", text.replace(f"0.186830\n{DASH}", f"0.186830\n{row}{DASH}"))
