@@ -247,6 +247,15 @@ def _marked_incomplete(damaged, plain) -> bool:
     return bool(flags(damaged, set()) - flags(plain, set()))
 
 
+# Figures a parser computes from the rows it read (the largest size's bandwidth, the highest peak): from a prefix of the
+# rows, marked incomplete, they are the prefix's, and the judges read them only from a complete output.
+DERIVED = {"busbw_gbps", "max_busbw_gbps", "bw_average_gbps", "bw_peak_gbps", "bw_bytes"}
+
+
+def _derived_out(facts):
+    return {k: v for k, v in facts.items() if k not in DERIVED} if isinstance(facts, dict) else facts
+
+
 def _unmarked(facts):
     """The facts without their incompleteness fields."""
     if isinstance(facts, dict):
@@ -309,8 +318,8 @@ def structural_verdict(kind: str, how: str, plain, damaged) -> str | None:
     """None when the damaged facts are allowed, else why not."""
     if damaged == plain or "parse_error" in damaged:
         return None
-    if _marked_incomplete(damaged, plain) and _lost_records_only(_unmarked(damaged), _unmarked(plain)):
-        return None  # less than the whole, and saying so
+    if _marked_incomplete(damaged, plain) and _lost_records_only(_derived_out(_unmarked(damaged)), _unmarked(plain)):
+        return None  # less than the whole, and saying so (its figures computed from what is there)
     if kind in SAMPLES and how == "dup" and isinstance(damaged, list) and all(row in plain for row in damaged):
         return None  # one more sample, the same values
     if kind in RECORD_PER_LINE and how in ("drop", "swap", "cut", "cut-mid-line") and _lost_records_only(damaged, plain):

@@ -315,3 +315,22 @@ def test_perftest_lost_address_line_or_misplaced_row_is_refused():
     row = " 4096       5000             90.10              90.00              2.74\n"
     with pytest.raises(ParseError, match="each message size once"):
         parse("perftest", text.replace(f"0.186830\n{DASH}", f"0.186830\n{row}{DASH}"))
+
+
+# ---- nccl-tests ---------------------------------------------------------------------------------------------------------
+
+def test_nccl_rows_or_ranks_that_do_not_add_up_are_refused():
+    from .test_parsers_perftest_nccl import SWEEP, _two_node
+
+    text = _two_node("", SWEEP)
+    plain = parse("nccl_tests", text)
+    rows = [line for line in SWEEP.splitlines() if line.strip()]
+    # A row lost from the middle of the sweep: the rest read as the run, their mean no longer the printed average.
+    with pytest.raises(ParseError, match="average to the printed"):
+        parse("nccl_tests", text.replace(rows[1] + "\n", ""))
+    with pytest.raises(ParseError, match="each size once"):
+        parse("nccl_tests", text.replace(rows[-1] + "\n", rows[-1] + "\n" + rows[0] + "\n"))
+    rank_1 = next(line for line in text.splitlines() if "Rank  1" in line)
+    with pytest.raises(ParseError, match="each rank line once"):
+        parse("nccl_tests", text.replace(rank_1, rank_1 + "\n" + rank_1))
+    assert plain.hosts == ["gx-left", "gx-right"]
