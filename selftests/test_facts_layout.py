@@ -2,7 +2,11 @@
 change. Each class of damage seen in public bug reports is applied to every real capture (and to our own inputs of the
 kinds no capture covers): tabs turned into spaces, no-break / zero-width spaces and a BOM, typographic quotes, the whole
 block indented (a code block in a markdown list item), nested markdown and mail quotes, HTML entities left by a scraper,
-mixed and lone CR line ends, a lost final newline, right-stripped lines, a line-number gutter (pastebin, `cat -n`)."""
+mixed and lone CR line ends, a lost final newline, right-stripped lines, a line-number gutter (pastebin, `cat -n`).
+
+Structural damage (a line lost, repeated or swapped, the text cut at or inside a line) must give the same facts or a
+refusal; the few allowances (an answer the parser marks incomplete, a lost record of a one-record-per-line output, one
+more sample of a sampling loop) are written next to the kinds they apply to, below."""
 
 import os
 import re
@@ -218,8 +222,8 @@ INCOMPLETE = {"complete": False, "truncated": True, "processes_listed": False, "
 # record or leave its value None ("unknown"), never change one, and two swapped lines only reorder records; the judges
 # compare the records with the cluster file's, by name, and read None as not known.
 RECORD_PER_LINE = {"ray_status", "ray_version", "proc_driver_nvidia_version", "ethtool", "ibstat", "ibv_devinfo",
-                   "ibdev2netdev", "rdma_link", "dpkg_query", "df", "compose_ps", "nvidia_smi_query", "ufw_status", "ip_addr",
-                   "show_gids", "ib_sysfs", "nmcli_profiles", "free", "meminfo"}
+                   "vllm_error", "ibdev2netdev", "rdma_link", "dpkg_query", "df", "compose_ps", "nvidia_smi_query",
+                   "ufw_status", "ip_addr", "show_gids", "ib_sysfs", "nmcli_profiles", "free", "meminfo"}
 
 # Outputs of repeated samples (`nvidia-smi --query-gpu=... -l N`): a loop prints each GPU's row once per sample,
 # identical while nothing changes, so a repeated row is one more sample of the same values (the judges read them as
@@ -333,11 +337,10 @@ STRUCTURAL = ("drop", "dup", "swap", "cut", "cut-mid-line")
 # Kinds whose parsers do not yet hold to this rule (a lost, repeated or cut line still reads as another valid answer):
 # the test runs on them and is expected to fail until their parsers are fixed; one that passes shows as XPASS.
 # (proc_driver_nvidia_version: its build and GCC texts cut inside read as shorter texts; the version itself is held.)
-NOT_YET_HELD = {"compose_config", "docker_health", "docker_image_inspect", "docker_inspect",
-                "free", "ip_j_addr", "lspci",
-                "nccl_tests", "nmcli_profiles", "nvidia_smi", "nvidia_smi_query", "nvml_mismatch", "perftest",
-                "proc_driver_nvidia_version", "ufw_user_rules",
-                "unattended_upgrades", "vllm_chat", "vllm_error", "vllm_models", "vllm_sse"}
+NOT_YET_HELD = {"compose_config", "docker_health", "docker_image_inspect", "docker_inspect", "free", "ip_j_addr",
+                "lspci", "nccl_tests", "nmcli_profiles", "nvidia_smi", "nvml_mismatch", "perftest",
+                "proc_driver_nvidia_version", "ufw_user_rules", "unattended_upgrades", "vllm_chat", "vllm_models",
+                "vllm_sse"}
 
 
 def _structural_sources():
