@@ -2,11 +2,18 @@
 change. Each class of damage seen in public bug reports is applied to every real capture (and to our own inputs of the
 kinds no capture covers): tabs turned into spaces, no-break / zero-width spaces and a BOM, typographic quotes, the whole
 block indented (a code block in a markdown list item), nested markdown and mail quotes, HTML entities left by a scraper,
-mixed and lone CR line ends, a lost final newline, right-stripped lines, a line-number gutter (pastebin, `cat -n`)."""
+mixed and lone CR line ends, a lost final newline, right-stripped lines, a line-number gutter (pastebin, `cat -n`).
 
+Structural damage (a line lost, repeated or swapped, the text cut at or inside a line) must give the same facts or a
+refusal; the few allowances (an answer the parser marks incomplete, a lost record of a one-record-per-line output, one
+more sample of a sampling loop) are written next to the kinds they apply to, below."""
+
+import os
 import re
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from gb10check.facts import parse
 
@@ -199,3 +206,174 @@ def test_a_numbered_column_that_does_not_count_up_is_not_a_gutter():
     assert clean(text).text == text
     indexes = "0\n1\n2\n3\n"  # nvidia-smi --query-gpu=index --format=csv,noheader: numbers that count up, and nothing else
     assert clean(indexes).text == indexes
+
+
+# ---- structural damage: lines lost, repeated, swapped or cut ------------------------------------------------------------
+# A paste can lose its end or a line, repeat a line or swap two. What a parser reads from such a text is the undamaged
+# text's facts, or a refusal (ParseError: its checks are "not checked"), never a different answer that looks valid.
+# Where a damage may change the answer without the parser being able to tell, the reason is written next to the kind.
+
+# Fields by which a parser says it saw less than the whole output, in the value that says so. A damaged answer that
+# shows one of them (where the undamaged one does not) is marked incomplete: the judges read it as such.
+INCOMPLETE = {"complete": False, "truncated": True, "processes_listed": False, "done": False}
+
+# Outputs of one independent record (or one `key: value`) per line, with no count or closing line: a lost or cut-off
+# line is a lost record or value, and one the tool never printed looks the same. There a lost line may only lose its
+# record or leave its value None ("unknown"), never change one, and two swapped lines only reorder records; the judges
+# compare the records with the cluster file's, by name, and read None as not known.
+RECORD_PER_LINE = {"ray_status", "ray_version", "proc_driver_nvidia_version", "ethtool", "ibstat", "ibv_devinfo",
+                   "vllm_error", "ibdev2netdev", "rdma_link", "dpkg_query", "df", "compose_ps", "nvidia_smi_query",
+                   "ufw_status", "ip_addr", "show_gids", "ib_sysfs", "nmcli_profiles", "free", "meminfo"}
+
+# Outputs of repeated samples (`nvidia-smi --query-gpu=... -l N`): a loop prints each GPU's row once per sample,
+# identical while nothing changes, so a repeated row is one more sample of the same values (the judges read them as
+# samples, never count GPUs from rows).
+SAMPLES = {"nvidia_smi_query"}
+
+# Logs are sequences of independent events, most of them lines no check needs: a lost, repeated or swapped line is
+# another log, and a log cut short is the log of a server stopped there. Their parsers are held to the layout damage
+# above, not to this test.
+LOGS = {"vllm_log", "kernel_log"}
+
+
+def _marked_incomplete(damaged, plain) -> bool:
+    def flags(facts, out):
+        if isinstance(facts, dict):
+            for key, value in facts.items():
+                if key in INCOMPLETE and value == INCOMPLETE[key]:
+                    out.add(key)
+                flags(value, out)
+        elif isinstance(facts, list):
+            for value in facts:
+                flags(value, out)
+        return out
+
+    return bool(flags(damaged, set()) - flags(plain, set()))
+
+
+# Figures a parser computes from the rows it read (the largest size's bandwidth, the highest peak): from a prefix of the
+# rows, marked incomplete, they are the prefix's, and the judges read them only from a complete output.
+DERIVED = {"busbw_gbps", "max_busbw_gbps", "bw_average_gbps", "bw_peak_gbps", "bw_bytes"}
+
+
+def _derived_out(facts):
+    return {k: v for k, v in facts.items() if k not in DERIVED} if isinstance(facts, dict) else facts
+
+
+def _unmarked(facts):
+    """The facts without their incompleteness fields."""
+    if isinstance(facts, dict):
+        return {k: _unmarked(v) for k, v in facts.items() if k not in INCOMPLETE}
+    if isinstance(facts, list):
+        return [_unmarked(v) for v in facts]
+    return facts
+
+
+def _weaker(damaged, plain) -> bool:
+    """The damaged answer says less than the undamaged one, never something else: each of its records is one of the
+    undamaged answer's (list elements matched one to one), each value the same or None ("unknown")."""
+    if damaged is None or damaged == plain:
+        return True
+    if isinstance(damaged, dict) and isinstance(plain, dict):
+        return all(_weaker(v, plain[k]) if k in plain else (v is None or k in ESTIMATES) for k, v in damaged.items())
+    if isinstance(damaged, list) and isinstance(plain, list):
+        unused = list(plain)
+        for d in damaged:
+            match = next((n for n, p in enumerate(unused) if _weaker(d, p)), None)
+            if match is None:
+                return False
+            del unused[match]
+        return True
+    return False
+
+
+def _lost_records_only(damaged, plain) -> bool:
+    return _weaker(damaged, plain)
+
+
+# Fields a parser computes, under a name that says so, where the output lacks the figure itself: /proc/meminfo without
+# MemAvailable (a kernel before 3.14, or the line lost from a paste of a kernel that prints none of the later lines
+# either) gets procps' estimate, and the judges say it is one.
+ESTIMATES = {"mem_available_estimate_gib"}
+
+
+def structural(text: str, how: str, at: int) -> str:
+    lines = text.split("\n")
+    content = [n for n, line in enumerate(lines) if line.strip()]
+    n = content[at % len(content)]
+    if how == "drop":
+        return "\n".join(lines[:n] + lines[n + 1:])
+    if how == "dup":
+        return "\n".join(lines[:n + 1] + lines[n:])
+    if how == "swap":
+        nxt = next((m for m in content if m > n), None)
+        if nxt is None:
+            return text
+        lines[n], lines[nxt] = lines[nxt], lines[n]
+        return "\n".join(lines)
+    if how == "cut":
+        return "\n".join(lines[:n]) + "\n"
+    if how == "cut-mid-line":
+        return "\n".join(lines[:n] + [lines[n][: len(lines[n]) // 2]])
+    raise ValueError(how)
+
+
+def structural_verdict(kind: str, how: str, plain, damaged) -> str | None:
+    """None when the damaged facts are allowed, else why not."""
+    if damaged == plain or "parse_error" in damaged:
+        return None
+    if _marked_incomplete(damaged, plain) and _lost_records_only(_derived_out(_unmarked(damaged)), _unmarked(plain)):
+        return None  # less than the whole, and saying so (its figures computed from what is there)
+    if kind in SAMPLES and how == "dup" and isinstance(damaged, list) and all(row in plain for row in damaged):
+        return None  # one more sample, the same values
+    if kind in RECORD_PER_LINE and how in ("drop", "swap", "cut", "cut-mid-line") and _lost_records_only(damaged, plain):
+        return None
+    return f"{how} gave a different valid answer"
+
+
+STRUCTURAL = ("drop", "dup", "swap", "cut", "cut-mid-line")
+
+
+# Kinds whose parsers do not yet hold to this rule (a lost, repeated or cut line still reads as another valid answer):
+# the test runs on them and is expected to fail until their parsers are fixed; one that passes shows as XPASS.
+# (proc_driver_nvidia_version: its build and GCC texts cut inside read as shorter texts; the version itself is held.)
+NOT_YET_HELD = {"compose_config", "docker_health", "docker_image_inspect", "docker_inspect", "free", "ip_j_addr",
+                "lspci", "nccl_tests", "nmcli_profiles", "nvidia_smi", "nvml_mismatch", "perftest",
+                "proc_driver_nvidia_version", "ufw_user_rules", "unattended_upgrades", "vllm_chat", "vllm_models",
+                "vllm_sse"}
+
+
+def _structural_sources():
+    for name in sorted(EXPECTED):
+        if EXPECTED[name][0] not in LOGS:
+            yield name, EXPECTED[name][0], None
+    for n, (kind, text) in enumerate(OWN):
+        yield f"own-{kind}-{n}", kind, text
+    from . import test_parsers_ray as ray
+
+    for n, text in enumerate([ray.STATUS_PG_PENDING, ray.STATUS_V2_IDLE, ray.STATUS_RAY_2_2, ray.STATUS_NO_NODE_TYPES]):
+        yield f"own-ray_status-more-{n}", "ray_status", text
+
+
+SOURCES = list(_structural_sources())
+
+
+def _param(name, kind, own):
+    marks = [pytest.mark.xfail(reason=f"{kind}: not yet held to the structural-damage rule", strict=False)] \
+        if kind in NOT_YET_HELD else []
+    return pytest.param(name, kind, own, id=name, marks=marks)
+
+
+@pytest.mark.parametrize(("name", "kind", "own"), [_param(*source) for source in SOURCES])
+@settings(max_examples=int(os.environ.get("GB10CHECK_FUZZ_EXAMPLES", "20")), deadline=None, derandomize=True,
+          phases=[Phase.explicit, Phase.generate],  # no shrinking: the message names the damage and the line already
+          suppress_health_check=[HealthCheck.too_slow])
+@given(how=st.sampled_from(STRUCTURAL), at=st.integers(min_value=0, max_value=10_000))
+def test_lost_repeated_swapped_or_cut_lines_give_the_same_facts_or_a_refusal(name, kind, own, how, at):
+    text = own if own is not None else read_capture(name)
+    plain = facts_of(kind, text)
+    if "parse_error" in plain:
+        return  # refused undamaged: nothing to compare
+    damaged = facts_of(kind, structural(text, how, at))
+    why = structural_verdict(kind, how, plain, damaged)
+    assert why is None, f"{how} at content line {at} of {name}: {why}:\n{damaged}\n!=\n{plain}"

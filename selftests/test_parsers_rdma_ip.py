@@ -118,8 +118,13 @@ def test_show_gids_tabs_ib_row_without_netdev():
 
 
 def test_show_gids_row_count_must_match_n_gids_found():
-    with pytest.raises(ParseError, match="n_gids_found=5"):
+    # A damaged row is refused as such (it is no row); a row missing altogether, by the count.
+    with pytest.raises(ParseError, match="fe8:0000"):
         parse("show_gids", GIDS_TABS.replace("rocep1s0f1\t1\t1\tfe80", "rocep1s0f1\t1\t1\tfe8"))
+    lines = GIDS_TABS.splitlines()
+    row = next(n for n, line in enumerate(lines) if line.startswith("rocep1s0f1\t1\t1\t"))
+    with pytest.raises(ParseError, match="n_gids_found=5"):
+        parse("show_gids", "\n".join(lines[:row] + lines[row + 1:]))
 
 
 def test_show_gids_header_without_rows_or_count_is_not_zero_gids():

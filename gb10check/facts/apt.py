@@ -39,6 +39,8 @@ class Package:
 _DPKG_L_WANT = {"u": "unknown", "i": "install", "h": "hold", "r": "deinstall", "p": "purge"}
 _DPKG_L_STATE = {"n": "not-installed", "c": "config-files", "H": "half-installed", "U": "unpacked", "F": "half-configured",
                  "W": "triggers-awaited", "t": "triggers-pending", "i": "installed"}
+# `dpkg -l`'s header: "Desired=Unknown/Install/...", "| Status=Not/Inst/...", "|/ Err?=...", "||/ Name Version ...", "+++-===".
+DPKG_L_HEADER = re.compile(r"^(?:Desired=|\|\s*Status=|\|/\s*Err\?=|\|\|/\s+Name\b|\+\+\+-)")
 NO_MATCH = re.compile(r"^dpkg-query: no packages found matching \S+$")
 DPKG_L = re.compile(r"^(?P<want>[uihrp])(?P<state>[ncHUFWti])[R ]\s+(?P<package>[a-z0-9][a-z0-9+.-]+)(?::\S+)?\s+\S+")
 
@@ -52,11 +54,19 @@ def parse_dpkg_query(text: str) -> list[Package]:
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 4 and parts[1] in _WANTS and parts[3] in _STATES:
-            found.append(Package(parts[0].split(":")[0], parts[1], parts[3]))
+            package = Package(parts[0].split(":")[0], parts[1], parts[3])
         elif (m := DPKG_L.match(line)):
-            found.append(Package(m["package"], _DPKG_L_WANT[m["want"]], _DPKG_L_STATE[m["state"]]))
+            package = Package(m["package"], _DPKG_L_WANT[m["want"]], _DPKG_L_STATE[m["state"]])
         elif NO_MATCH.match(line.strip()):
             unmatched = True
+            continue
+        elif not line.strip() or DPKG_L_HEADER.match(line.strip()):
+            continue
+        else:  # a line cut short or another tool's: never a package fewer
+            raise ParseError("dpkg_query", "only 'PACKAGE WANT ok STATE' lines (or dpkg -l rows)", line)
+        if package in found:  # dpkg lists each package once
+            raise ParseError("dpkg_query", f"each package once ({package.package} is listed twice)", line)
+        found.append(package)
     if not found and unmatched and all(NO_MATCH.match(line.strip()) for line in text.splitlines() if line.strip()):
         return []  # what dpkg-query says: no package matches any pattern (not installed)
     if not found:

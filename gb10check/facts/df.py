@@ -41,6 +41,22 @@ def _header(line: str) -> list[str] | None:
     return columns if all(re.fullmatch(r"[A-Za-z0-9%_-]+", c) for c in columns) else None
 
 
+def _paths(command: str) -> list[str] | None:
+    """The paths a `df` command line asks about (None when it is not a plain df command)."""
+    words = command.split()
+    if not words or words[0] != "df" or any(c in command for c in "|;&<>$`"):
+        return None
+    paths, skip = [], False
+    for word in words[1:]:
+        if skip:
+            skip = False
+        elif word in ("-B", "-t", "-x", "--block-size", "--type", "--exclude-type", "--output"):
+            skip = True
+        elif not word.startswith("-"):
+            paths.append(word)
+    return paths
+
+
 @parser
 def parse(text: str, command: str | None = None) -> list[DfRow]:
     rows: list[DfRow] = []
@@ -67,21 +83,38 @@ def parse(text: str, command: str | None = None) -> list[DfRow]:
                 unit = _size(blocks[:-len("-blocks")], 1, "kB" in blocks or "MB" in blocks or "GB" in blocks) or 1024
             elif "Size" in h:
                 unit = 1  # -h / -H: a number without a suffix is bytes
+            elif command is None and path is None:
+                # `--output=...,avail` prints a bare Avail in the unit of -B: without the command line, no unit
+                raise ParseError("df", "df's command line (or gb10check's note) with a bare 'Avail' column: it says "
+                                       "the unit", line)
             continue
         if columns is None:
-            continue
+            raise ParseError("df", "df's header line ('... Avail ... Mounted on') before its rows", line)
         cells = line.split()
         if len(cells) == 1 and columns[0] == "Filesystem" and len(columns) > 1:
             wrapped = line
             continue
         if len(cells) > len(columns) and columns[-1] == "Mounted_on":  # a mount point with spaces in it
             cells = cells[:len(columns) - 1] + [" ".join(cells[len(columns) - 1:])]
-        if len(cells) != len(columns):
-            continue
+        if len(cells) != len(columns):  # a row cut short, or another tool's line: never a filesystem fewer
+            raise ParseError("df", f"rows of {len(columns)} columns ({' '.join(columns)})", line)
         row = dict(zip(columns, cells))
         avail = row.get("Avail", row.get("Available"))
+        if avail is not None and _size(avail, unit, si) is None:
+            raise ParseError("df", "a size in the Avail column", line)
+        # Two paths on one filesystem give the same row twice; without paths on the command line a row is a filesystem.
+        if not (command and _paths(command)) and any(
+                (r.target, r.filesystem, r.path) == (row["Mounted_on"], row.get("Filesystem"), path) for r in rows):
+            raise ParseError("df", f"each filesystem once ({row['Mounted_on']} is listed twice)", line)
         rows.append(DfRow(row["Mounted_on"], _size(avail, unit, si) if avail is not None else None, path,
                           row.get("Filesystem")))
+    # df prints one row per path it was asked about (the same filesystem twice for two paths on it), or an error line:
+    # with the command line at hand, a row more or fewer is a damaged output.
+    asked = _paths(command) if command and not NOTE.search(text) else None
+    errors = sum(1 for raw in text.splitlines() if raw.strip().startswith("df:"))
+    if asked and len(rows) + errors != len(asked):
+        raise ParseError("df", f"a row or an error line for each of the {len(asked)} paths on the command line "
+                               f"(got {len(rows)} rows and {errors} errors)", text)
     if not rows:
         raise ParseError("df", "a header with 'Mounted on' and 'Avail' and rows below it (df [-B1] [--output=target,avail] PATH)", text)
     return rows

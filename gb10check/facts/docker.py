@@ -290,6 +290,14 @@ def _table(lines: list[str], header_at: int) -> list[dict]:
     for line in lines[header_at + 1:]:
         if not line.strip() or set(line.strip()) <= {"-"}:
             continue
+        # docker pads its columns with 3 spaces: split there when that gives the header's columns (a paste that moved
+        # the row against its header, a wide character); else by the header's positions.
+        parts = re.split(r"\s{2,}", line.strip())
+        if len(parts) == len(cols) - 1 and cols[-1][0] == "PORTS":
+            parts.append("")
+        if len(parts) == len(cols):
+            rows.append({name: part for (name, _), part in zip(cols, parts)})
+            continue
         cells = {}
         for i, (name, start) in enumerate(cols):
             end = cols[i + 1][1] if i + 1 < len(cols) else None
@@ -374,8 +382,17 @@ def parse_compose_ps(text: str) -> list[ComposeService]:
     rows = _table(lines, header_at)
     if rows and not all(("STATUS" in r or "STATE" in r) for r in rows):
         raise ParseError("compose_ps", "a table with a STATUS column", text)
-    return [_service(r.get("NAME") or r.get("NAMES") or r.get("SERVICE", ""), r.get("IMAGE", ""), r.get("SERVICE", ""),
-                     r.get("STATUS") or r.get("STATE", ""), r.get("PORTS", "")) for r in rows]
+    services = [_service(r.get("NAME") or r.get("NAMES") or r.get("SERVICE", ""), r.get("IMAGE", ""), r.get("SERVICE", ""),
+                         r.get("STATUS") or r.get("STATE", ""), r.get("PORTS", "")) for r in rows]
+    # A row whose status does not read (cut, or the header again) is no container in an unknown state; a container
+    # listed twice is a damaged paste.
+    for service, row in zip(services, rows):
+        if not STATUS_STATE.match((row.get("STATUS") or row.get("STATE", "")).strip()):
+            raise ParseError("compose_ps", "a status ('Up 3 minutes (healthy)', 'Exited (1) ...') in every row",
+                             " ".join(v for v in row.values() if v))
+        if [s.name for s in services].count(service.name) > 1:
+            raise ParseError("compose_ps", f"each container once ({service.name} is listed twice)", service.name)
+    return services
 
 
 @parser

@@ -21,6 +21,14 @@ _INFO_KEYS = {"driver", "version", "firmware-version", "expansion-rom-version", 
 COMMAND = re.compile(r"\bethtool\s+(?:(?P<flags>(?:-[-\w]+\s+)*))(?P<iface>[\w.@:-]+)")
 
 
+# The values of the keys the checks read, as ethtool prints them; any other value is a damaged line.
+CHECKED = {"Speed": re.compile(r"\d+(?:\.\d+)?\s*(?:[KMGT]b/s|[KMGT]bps)|Unknown!?|N/A", re.I),
+           "Duplex": re.compile(r"Full|Half|Unknown!?(?: \(\d+\))?", re.I),
+           "Link detected": re.compile(r"(?:yes|no)(?: \(.*\))?"),
+           "Auto-negotiation": re.compile(r"on|off"),
+           "Lanes": re.compile(r"\d+|Unknown!?|N/A")}
+
+
 @dataclass
 class EthtoolLink:
     interface: str | None
@@ -62,6 +70,7 @@ def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[st
     by_name: dict[tuple[str | None, str], EthtoolLink] = {}
     info: dict[int, int] = {}  # id(link) -> `ethtool -i` keys seen
     several = len({h for h, (_, out) in zip(hosts, sections) if h and out.strip()}) > 1
+    settings_blocks: set[int] = set()  # links whose output has its 'Settings for' line
     host: str | None = None
 
     def link_for(name: str | None, settings: bool = False) -> EthtoolLink:
@@ -87,6 +96,7 @@ def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[st
                 if not (current is not None and current.interface == h[1] and current.speed is None
                         and current.link_detected is None):
                     current = link_for(h[1], settings=True)
+                settings_blocks.add(id(current))
                 continue
             if ":" not in s:
                 continue
@@ -94,6 +104,8 @@ def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[st
             value = value.strip()
             if key in _INFO_KEYS and current is not None:
                 info[id(current)] = info.get(id(current), 0) + 1
+            if key == "driver" and current is not None and current.driver is not None and current.driver_version is None:
+                raise ParseError("ethtool", "'driver:' then 'version:' (ethtool -i): this driver line is repeated", line)
             if key == "driver" and (current is None or current.driver is not None):
                 current = link_for(None)  # an `ethtool -i` block without its command line
                 info[id(current)] = 1
@@ -103,6 +115,9 @@ def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[st
                 if key not in ("Speed", "Duplex", "Lanes", "Link detected", "Port", "Auto-negotiation"):
                     continue
                 current = link_for(None)
+            if key in CHECKED and not CHECKED[key].fullmatch(value):
+                # a value cut short or garbled reads as no value ("unknown"), which the checks would take for no link
+                raise ParseError("ethtool", f"a {key} value ({CHECKED[key].pattern})", line)
             if key == "Speed":
                 current.speed, current.speed_mbps = value, _speed(value)
             elif key == "Duplex":
@@ -128,6 +143,11 @@ def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[st
                     current.firmware = fw
             elif key == "bus-info":
                 current.bus_info = _value(value)
+    # `ethtool IFACE` ends with Link detected (a driver may print no Speed): a "Settings for" block without it was cut.
+    for link in links:
+        if id(link) in settings_blocks and link.link_detected is None:
+            raise ParseError("ethtool", f"'Link detected:' at the end of the settings of {link.interface} (the output "
+                                        "is cut)", text)
     links = [link for link in links if link.has_facts(info.get(id(link), 0))]
     if not links:
         raise ParseError("ethtool", "'Speed: 200000Mb/s' / 'Link detected: yes' (output of `ethtool IFACE`) or `ethtool -i IFACE`", text)

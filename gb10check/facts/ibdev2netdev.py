@@ -105,6 +105,8 @@ def _line(line: str) -> RdmaNetdev | None:
 
 @parser
 def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[str | None] = ()) -> list[RdmaNetdev]:
+    """Every content line is a device line: one that is not (cut, or another tool's) makes the output unreadable, and a
+    device port listed twice for one node is not what the script prints (a paste that repeated or mixed lines)."""
     found = []
     # Two nodes' outputs pasted one after the other, each after its own prompt: each line keeps its node's name.
     several = len({h for h, (_, out) in zip(hosts, sections) if h and out.strip()}) > 1
@@ -112,8 +114,13 @@ def parse(text: str, sections: list[tuple[str | None, str]] = (), hosts: list[st
         for line in output.splitlines():
             if not line.strip() or is_prompt(line):
                 continue
-            if (entry := _line(line.strip())) is not None:
-                found.append(dataclasses.replace(entry, host=host) if several else entry)
+            if (entry := _line(line.strip())) is None:
+                raise ParseError("ibdev2netdev", "only lines like 'rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)'", line)
+            entry = dataclasses.replace(entry, host=host) if several else entry
+            if any((e.host, e.rdma_device, e.port) == (entry.host, entry.rdma_device, entry.port) for e in found):
+                raise ParseError("ibdev2netdev", f"each device port once ({entry.rdma_device} port {entry.port} is listed "
+                                                 "twice)", line)
+            found.append(entry)
     if not found:
         raise ParseError("ibdev2netdev", "lines like 'rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)'", text)
     return found

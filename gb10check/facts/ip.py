@@ -55,6 +55,9 @@ INET = re.compile(r"^\s*(?P<family>inet6?)\s+\**(?P<addr>[0-9a-fA-F.:]+)\**(?:/(
                   r"(?:\s+peer\s+(?P<peer>[0-9a-fA-F.:]+(?:/\d+)?))?(?P<rest>(?:\s.*)?)$")
 LINK = re.compile(r"^\s*link/(?P<type>[\w-]+)(?:\s+(?P<addr>[0-9a-fA-F:]+)\b)?")
 LFT = re.compile(r"^\s*valid_lft\s+(?P<valid>\S+)\s+preferred_lft\s+\S+")
+# Lines of `ip addr` that no check reads: SR-IOV VF lines, `ip -d`'s details, `--` between grep -A groups.
+OTHER_LINE = re.compile(r"^\s*(?:vf \d+\b|prop list\b|--$|(?:openvswitch|bridge|bond|vlan|vxlan|macvlan|veth|tun|"
+                        r"geneve|ipvlan|team)\b.*|\w+ \S+ (?:\w+ \S+ )*numtxqueues\b)")
 ALTNAME = re.compile(r"^\s*altname\s+(?P<name>\S+)\s*$")
 ADDR_FLAGS = {"dynamic", "noprefixroute", "mngtmpaddr", "secondary", "temporary", "deprecated", "tentative", "dadfailed",
               "optimistic", "home", "nodad", "permanent", "stable-privacy", "autojoin"}
@@ -123,6 +126,8 @@ def _parse_inet_lines(text: str) -> list[Interface]:
 @parser
 def parse_text(text: str) -> list[Interface]:
     ifaces: list[Interface] = []
+    unplaced: list[str] = []
+    lft_of = None  # (interface, address) the last valid_lft line belonged to
     lines = [part for line in text.splitlines() for part in re.split(r"\\\s+", line)]  # -o: "\" joins a block's lines
     for line in lines:
         if is_prompt(line):
@@ -138,24 +143,50 @@ def parse_text(text: str) -> list[Interface]:
                 return rest[rest.index(word) + 1] if word in rest[:-1] else None
 
             mtu = after("mtu")
+            if after("state") is None:  # every `ip addr` head says its state: this one is cut
+                raise ParseError("ip_addr", "an interface head with its state ('... mtu 1500 qdisc mq state UP ...')", line)
             ifaces.append(Interface(h["name"], int(h["index"]) if h["index"] else None, _state(after("state")),
                                     int(mtu) if mtu and mtu.isdigit() else None, [f for f in h["flags"].split(",") if f],
                                     operstate=after("state"), master=after("master")))
         elif not ifaces:
+            if line.strip():
+                unplaced.append(line)
             continue
         elif (a := INET.match(line)) and (a["prefix"] or a["peer"] or a["rest"].split()[:1] in (["scope"], ["brd"], ["metric"])):
-            ifaces[-1].addresses.append(_text_address(a))
+            if "scope" not in a["rest"].split():  # ip prints every address with its scope: a line without one is cut
+                raise ParseError("ip_addr", "an address line with its scope ('inet ADDR/PREFIX ... scope link ...')", line)
+            address = _text_address(a)
+            if any((x.family, x.address, x.prefixlen) == (address.family, address.address, address.prefixlen)
+                   for x in ifaces[-1].addresses):
+                raise ParseError("ip_addr", f"each address once on {ifaces[-1].name}", line)
+            ifaces[-1].addresses.append(address)
         elif (lft := LFT.match(line)) and ifaces[-1].addresses:
+            if lft_of == (len(ifaces), len(ifaces[-1].addresses)):  # one per address: the address line above it was lost
+                raise ParseError("ip_addr", "one valid_lft line per address line", line)
+            lft_of = (len(ifaces), len(ifaces[-1].addresses))
             valid = lft["valid"]
             if (secs := re.fullmatch(r"(\d+)sec", valid)):
                 last = ifaces[-1].addresses[-1]
                 ifaces[-1].addresses[-1] = Address(last.family, last.address, last.prefixlen, last.scope, last.flags,
                                                    int(secs[1]), last.peer)
         elif (lk := LINK.match(line)):
+            if ifaces[-1].link_type is not None:  # one link/ line per interface: the next one's head was lost
+                raise ParseError("ip_addr", f"one link/ line per interface ({ifaces[-1].name} has two)", line)
+            if lk["type"] in ("ether", "loopback") and lk["addr"] and len(lk["addr"].split(":")) != 6:
+                raise ParseError("ip_addr", "a MAC address of 6 bytes after link/ether", line)
             ifaces[-1].link_type = lk["type"]
             ifaces[-1].mac = lk["addr"].lower() if lk["addr"] and ":" in lk["addr"] else None
         elif (alt := ALTNAME.match(line)):
             ifaces[-1].altnames.append(alt["name"])
+        elif line.strip() and not OTHER_LINE.match(line):
+            # an address or interface line cut short, or another tool's: never an address (or an interface) fewer, nor
+            # the next interface's lines read as this one's
+            raise ParseError("ip_addr", "'ip addr' lines (an interface's head, link/, inet/inet6 ADDR/PREFIX, valid_lft, "
+                                        "altname)", line)
+    if ifaces and unplaced:
+        raise ParseError("ip_addr", "'N: IFNAME: <FLAGS> mtu ...' before an interface's lines", unplaced[0])
+    if len({i.name for i in ifaces}) != len(ifaces) and not any(i.index is None for i in ifaces):
+        raise ParseError("ip_addr", "each interface once", text)
     if not ifaces:
         ifaces = _parse_brief(text) or _parse_inet_lines(text)
     if not ifaces:

@@ -39,6 +39,10 @@ MEMINFO_NAMES = {"MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Sw
                  "Shmem", "Slab", "SReclaimable", "SUnreclaim", "CommitLimit", "Committed_AS", "Hugepagesize", "Hugetlb"}
 
 
+# /proc/meminfo lines added after MemAvailable (3.14): ShmemHugePages 4.8, Percpu 4.16, KReclaimable 4.20, FileHugePages 5.4.
+AFTER_3_14 = {"ShmemHugePages", "ShmemPmdMapped", "Percpu", "KReclaimable", "FileHugePages", "FilePmdMapped"}
+
+
 @parser
 def parse_meminfo(text: str) -> dict[str, float | None]:
     """{'mem_total_gib': 121.69, 'mem_available_gib': ..., 'huge_pages_total': 0, 'hugepagesize_kb': 2048, ...}"""
@@ -69,6 +73,9 @@ def parse_meminfo(text: str) -> dict[str, float | None]:
         for count in ("huge_pages_total", "huge_pages_free"):
             if isinstance(facts.get(count), int):
                 facts[f"{count}_gib"] = kib_to_gib(facts[count] * kb["Hugepagesize"])
+    if "MemAvailable" not in kb and (newer := sorted(AFTER_3_14 & set(kb))):
+        # the kernel that printed these prints MemAvailable too: a line lost from the paste, not an old kernel
+        raise ParseError("meminfo", f"MemAvailable, which a kernel printing {newer[0]} prints (kernel 3.14+)", text)
     if "MemAvailable" not in kb:
         facts["mem_available_gib"] = None  # not printed (kernel < 3.14, or left out): not MemFree
         parts = ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable")
@@ -138,6 +145,9 @@ def parse_free(text: str, unit_flag: str | None = None, command: str | None = No
     columns = _columns(header, len(mem_values), old)
     if header and len(header) < len(mem_values) and not all(h.lower() in KNOWN_COLUMNS for h in header):
         raise ParseError("free", "a header with one name per column of the 'Mem:' line", text)
+    if header and all(h.lower() in KNOWN_COLUMNS for h in header) and len(mem_values) < len(header):
+        # a 'Mem:' line with fewer figures than its header names is cut: its available memory is not 'unknown'
+        raise ParseError("free", f"{len(header)} figures on the 'Mem:' line, one per header column", text)
     if not all(VALUE.match(v) for v in mem_values):
         raise ParseError("free", "numbers (with or without a K/M/G/Ki/Mi/Gi suffix) on the 'Mem:' line", text)
 

@@ -276,13 +276,39 @@ def parse(text: str) -> NcclTest:
         alone = sorted({r.host for r in test.ranks if r.rank == split[0]})
         test.error = (f"every process ran its own test: rank {split[0]} printed on {', '.join(alone)} "
                       "(nccl-tests built without MPI=1?)")
+    from collections import Counter
+
+    runs_pasted = max(1, len(re.findall(r"^#\s*Using devices\s*$", text, re.M)))
+    if max(Counter((r.rank, r.host, r.pid, r.device) for r in test.ranks).values(), default=0) > runs_pasted:
+        raise ParseError("nccl_tests", "each rank line once (per run)", text)  # a paste that repeated one
+    test.ranks.sort(key=lambda r: r.rank)  # printed in rank order; a paste that swapped two says the same
+    if test.ranks and test.error is None and sorted({r.rank for r in test.ranks}) != list(range(len({r.rank for r in test.ranks}))):
+        # ranks are numbered from 0 without a gap: a missing number is a lost rank line (and maybe a node fewer)
+        raise ParseError("nccl_tests", "rank lines numbered 0..N-1 without a gap", text)
     if not (test.rows or test.ranks or evidence or test.complete):
         raise ParseError("nccl_tests", "nccl-tests output (a '# size count type ...' result table) or NCCL_DEBUG lines", text)
     if test.rows:
         def bus(r: NcclRow) -> list[float]:
             return [b for b in (r.oop_busbw_gbps, r.ip_busbw_gbps) if b is not None]
 
-        largest = max(r.size_bytes for r in test.rows)
+        # A sweep prints each size once, growing; a paste of several runs repeats the same sweep. Rows out of that order
+        # are repeated or misplaced. And one run's printed average is the mean of every row's bus bandwidths (in-place
+        # and out-of-place): rows that do not give it back are not all the run's rows.
+        sizes = [r.size_bytes for r in test.rows]
+        runs: list[list[int]] = []
+        for n, size in enumerate(sizes):
+            if n == 0 or size <= sizes[n - 1]:
+                runs.append([])
+            runs[-1].append(size)
+        if test.error is None and any(run != runs[0] for run in runs):
+            raise ParseError("nccl_tests", "result rows with each size once, in growing order (or the same sweep again)",
+                             text)
+        every = [b for r in test.rows for b in bus(r)]
+        if test.error is None and len(runs) == 1 and test.avg_busbw_gbps is not None and every and len(every) == 2 * len(test.rows) and \
+                abs(sum(every) / len(every) - test.avg_busbw_gbps) > max(0.2, 0.01 * test.avg_busbw_gbps):
+            raise ParseError("nccl_tests", f"rows whose bus bandwidths average to the printed {test.avg_busbw_gbps / 8:g} "
+                                           f"GB/s (they give {sum(every) / len(every) / 8:.3f}: a row lost or repeated)", text)
+        largest = max(sizes)
         judged = [b for r in test.rows if r.size_bytes == largest for b in bus(r)]
         test.busbw_gbps = round(sum(judged) / len(judged), 3) if judged else None
         test.max_busbw_gbps = max((b for r in test.rows for b in bus(r)), default=None)

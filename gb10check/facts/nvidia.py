@@ -114,6 +114,7 @@ GPU_CELL_NO_PM = re.compile(r"^(\d+)\s+(.+?)()$")
 # Drivers before 331 print MB (the same 1024 steps as MiB); 304-310 put the memory utilization first: "1%   69MB / 5375MB".
 MIB = re.compile(r"^(?:\d+%\s+)?(\d+)\s*Mi?B\s*/\s*(\d+)\s*Mi?B$")
 PROC = re.compile(r"^(\d+|N/A)\s+(?:(\S+)\s+(\S+)\s+)?(\d+)\s+(?:(C\+G|M\+C|C|G|M)\s+)?(.+?)\s+(\d+\s*Mi?B|N/A)$")
+PROC_HEADER = re.compile(r"^(?:GPU\s+(?:GI\s+CI\s+)?PID\b|ID\s+ID\b|GPU\s+PID\s+Type|GPU Memory\s*$|Usage\s*$|Processes:)")
 GPU_ERROR = re.compile(r"Unable to determine the device handle for GPU|GPU is lost", re.I)
 # What nvidia-smi prints in place of its output when it cannot read a GPU, or any (one line each; in place of the
 # CSV rows of a query, and before or instead of the table).
@@ -182,7 +183,11 @@ def _unwrap(text: str) -> str:
     for line in lines:
         s = line.strip()
         prev = out[-1].strip() if out else ""
-        if s and prev[:1] in ("|", "+") and (prev[-1:] not in ("|", "+") or (s[-1:] in ("|", "+") and s[:1] not in ("|", "+"))):
+        # A wrap right after a `|` leaves a whole-looking line; the tail after it starts with the row's own spaces (rows
+        # themselves start at the margin).
+        cut_at_bar = line[:1] == " " and s[:1] == "|"
+        if s and prev[:1] in ("|", "+") and (prev[-1:] not in ("|", "+") or (s[-1:] in ("|", "+") and s[:1] not in ("|", "+"))
+                                             or cut_at_bar):
             out[-1] = out[-1] + ("" if len(out[-1]) >= width else " ") + line
             continue
         out.append(line)
@@ -232,28 +237,51 @@ def parse_smi(text: str) -> NvidiaSmi:
     n += 1
     block: list[list[str]] = []
     closed = False
-    for n in range(n, len(lines)):
+
+    def gpu_of(block: list[list[str]], line: str) -> SmiGpu:
+        # Every block of the GPU section is one GPU with all its rows: any other is a damaged table, never a GPU fewer.
+        gpu = _gpu(block, gpu_cell)
+        second = block[1][0].split() if len(block) > 1 else []
+        if gpu is not None and (len(second) < 3 or not re.fullmatch(r"P\d+|N/A|ERR!|\[?Unknown\]?", second[2])
+                                or (gpu.mig_mode and " " in gpu.mig_mode)):
+            gpu = None  # its second row is no 'FAN TEMP PERF POWER' row, or its third no MIG row: rows out of place
+        if len({len(row) for row in block}) > 1:
+            gpu = None  # a row with fewer cells than the others: cut
+        if gpu is None or len(block) < header_rows or len(block) > max(header_rows, 2):
+            raise ParseError("nvidia_smi", f"GPU blocks of {header_rows or 2} rows, the first one 'N  NAME  On|Off | BUS-ID'",
+                             line)
+        return gpu
+
+    start = n
+    for n in range(start, len(lines)):
         line = lines[n]
         cells = _cells(line)
         if cells is None:
             if SEPARATOR.match(line):
-                if block and (gpu := _gpu(block, gpu_cell)) and len(block) >= header_rows:
-                    smi.gpus.append(gpu)
+                if block:
+                    smi.gpus.append(gpu_of(block, line))
                 block = []
                 if not (n + 1 < len(lines) and _cells(lines[n + 1]) and gpu_cell.match(_cells(lines[n + 1])[0])):
                     closed = True
                     break
                 continue
-            break  # a blank line or other text ends the GPU section
+            if line.strip() and not (line.strip().startswith("|") and not any(rest.strip() for rest in lines[n + 1:])):
+                raise ParseError("nvidia_smi", "only table rows in the GPU section", line)
+            block = []  # the table cut here (a blank line, or the end inside a row): the block cut short is left out
+            break
         if gpu_cell.match(cells[0]) and block:
-            if (gpu := _gpu(block, gpu_cell)) and len(block) >= header_rows:
-                smi.gpus.append(gpu)
+            smi.gpus.append(gpu_of(block, line))
             block = []
         block.append(cells)
     if not closed:
-        smi.truncated = True
-        if block and len(block) >= max(header_rows, 2) and (gpu := _gpu(block, gpu_cell)):
-            smi.gpus.append(gpu)
+        smi.truncated = True  # `gpus` keeps the complete blocks; a block cut short is left out (`grep driver`: none)
+        if block and len(block) >= max(header_rows, 2):
+            smi.gpus.append(gpu_of(block, "\n".join(lines[-len(block):])))  # the last GPU's rows all there
+    elif not smi.gpus:
+        raise ParseError("nvidia_smi", "a GPU table with a GPU in it (nvidia-smi prints 'No devices were found' instead)",
+                         text)
+    if len({gpu.index for gpu in smi.gpus}) != len(smi.gpus):
+        raise ParseError("nvidia_smi", "each GPU once", text)
 
     # nvidia-smi prints ERR! in the fields it could not read from a failing GPU (fallen off the bus, Xid): the row is
     # still there, but its figures are not readings.
@@ -287,6 +315,8 @@ def parse_smi(text: str) -> NvidiaSmi:
         if (p := PROC.match(cells[0])):
             used = None if p[7] == "N/A" else round(int(re.match(r"\d+", p[7])[0]) / 1024, 3)
             smi.processes.append(SmiProcess(int(p[1]) if p[1] != "N/A" else -1, int(p[4]), p[5] or "", p[6].strip(), used))
+        elif cells[0] and not PROC_HEADER.match(cells[0]) and not re.fullmatch(r"No running processes found|[=-]+", cells[0]):
+            not_supported = True  # a row that reads as no process: the list is not known to be whole
     return smi
 
 
@@ -460,6 +490,11 @@ def parse_proc_version(text: str) -> KernelModule:
                          "'NVRM version: NVIDIA UNIX [Open] Kernel Module ... VERSION ...' (/proc/driver/nvidia/version)", text)
     gcc = re.search(r"^\s*GCC version:\s+(.*?)\s*$", text[m.end():], re.M)
     build = m["build"] or None
+    if not build:
+        # the NVRM line goes on after its version (the build, the builder, the date): ending at it, it is cut, and the
+        # version may be too ("580.12")
+        raise ParseError("proc_driver_nvidia_version", "the NVRM line with its build after the version ('... 580.126.09  "
+                                                       "Release Build  (builder@host)  DATE')", m[0])
     builder = re.search(r"\(([^()\s]+@[^()\s]*)\)", build or "")
     date = re.sub(r"^(?:Release Build|Debug Build|Develop Build)?\s*(?:\([^()]*\)\s*)?", "", build or "").strip() or None
     return KernelModule(m["version"], "open" if (m["open1"] or m["open2"]) else "proprietary", m["arch1"] or m["arch2"],

@@ -291,6 +291,19 @@ def parse(text: str, command: str | None = None) -> Perftest:
             result.lat_rows.append(LatRow(int(row["#bytes"]), iterations, row.get("t_min"), row.get("t_max"),
                                           row.get("t_typical"), row.get("t_avg"), row.get("t_stdev"),
                                           row.get("99% percentile"), row.get("99.9% percentile"), row.get("tps average")))
+    # perftest prints one local and one remote address line per QP before its table: with the table there, another count
+    # is a paste that lost or repeated one (the GIDs, and the addresses they say, would be another QP's).
+    if result.qps and (result.bw_rows or result.lat_rows) and result.addresses:
+        for side in ("local", "remote"):
+            count = sum(a.side == side for a in result.addresses)
+            if count != result.qps:
+                raise ParseError("perftest", f"{result.qps} {side} address lines (Number of qps: {result.qps}); "
+                                             f"got {count}", text)
+    # A sweep (-a) prints each message size once, growing; an infinite run repeats one size. A size again after a larger
+    # one, or twice among several sizes, is a repeated or misplaced row.
+    sizes = [r.bytes for r in result.bw_rows] or [r.bytes for r in result.lat_rows]
+    if len(set(sizes)) > 1 and sizes != sorted(set(sizes)):
+        raise ParseError("perftest", "result rows with each message size once, in growing order", text)
     local = next((a for a in result.addresses if a.side == "local"), None)
     remote = next((a for a in result.addresses if a.side == "remote"), None)
     result.local_ipv4 = local.ipv4 if local else None

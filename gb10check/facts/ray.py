@@ -59,6 +59,8 @@ SECTIONS = {"Active:": "active", "Healthy:": "active", "Idle:": "idle", "Pending
             "Total Usage:": "usage", "Usage:": "usage", "From request_resources:": "requests", "Pending Demands:": "demands",
             "Demands:": "demands", "Total Demands:": "demands", "Total Constraints:": "requests"}
 NO_STATUS = "No cluster status."
+DEMAND = re.compile(r"^\{.*: \d+\+? pending (?:tasks/actors|placement groups)$")
+VERBOSE_TIMING = re.compile(r"^[A-Z][\w ]+ time: [\d.]+s$")  # -v: "GCS request time: 0.001230s"
 
 
 @dataclass
@@ -104,28 +106,75 @@ def parse_status(text: str) -> RayStatus:
                          text)
     status = RayStatus(time=header["time"])
     section = None
+    seen: set[str] = set()
+    noted: set[str | None] = set()  # sections that said they have no entries: "(no pending nodes)"
+
+    def unplaced(line: str, why: str):
+        # A line the summary's layout has no place for (cut, repeated, or another tool's) makes the status unreadable:
+        # never a cluster with a node or a GPU fewer.
+        return ParseError("ray_status", f"`ray status` lines in their sections ({why})", line)
+
     for line in text[header.end():].splitlines():
         stripped = line.strip()
         if not stripped or set(stripped) == {"-"} or stripped in ("Node status", "Resources"):
             continue
         if stripped in SECTIONS and not line.startswith(" "):
             section = SECTIONS[stripped]
+            if stripped in seen:
+                raise unplaced(line, f"'{stripped}' twice")
+            seen.add(stripped)
             continue
         if line.startswith("Node: "):
             section = "per-node"  # `ray status -v`: the per-node breakdown, keyed by node id on a `ray start` cluster
             continue
-        if not line.startswith(" ") or stripped.startswith("("):  # "(no pending nodes)", "(no resource demands)" ...
+        if section == "per-node" and line.startswith(" "):
+            continue  # the per-node blocks repeat the totals above, node by node
+        if not line.startswith(" "):
+            if section is None and VERBOSE_TIMING.match(stripped):
+                continue  # `ray status -v`'s timings under the header
+            raise unplaced(line, "an unindented line that is no section name")
+        if stripped.startswith("("):  # "(no pending nodes)", "(no resource demands)" ...
+            if not stripped.endswith(")"):
+                raise unplaced(line, "a note cut short")
+            noted.add(section)
             continue
+        if section in noted:  # "(no active nodes)" and then a node: two sections run together
+            raise unplaced(line, f"an entry under {section} after its note that there is none")
         if section in (None, "active") and (m := NO_TYPES_NODES.match(stripped)):
-            status.active[m["type"]] = status.active.get(m["type"], 0) + int(m["count"])
+            seen.add("Active:")
+            if m["type"] in status.active:
+                raise unplaced(line, "a node type listed twice")
+            status.active[m["type"]] = int(m["count"])
         elif section in ("active", "idle") and (m := NODE_COUNT.match(stripped)):
             nodes = getattr(status, section)
-            nodes[m["type"]] = nodes.get(m["type"], 0) + int(m["count"])
+            if m["type"] in nodes:  # one line per node type (or per node id): a repeat is a damaged paste
+                raise unplaced(line, "a node listed twice")
+            nodes[m["type"]] = int(m["count"])
         elif section == "usage" and (m := USAGE.match(stripped)):
             unit = m["unit"] or ""  # the unit printed once after both numbers applies to both
+            if m["resource"] in status.usage:
+                raise unplaced(line, "a resource listed twice")
             status.usage[m["resource"]] = (m["used"] + (m["used_unit"] or unit), m["total"] + unit)
         elif section in ("pending", "failures", "demands"):
+            if NODE_COUNT.match(stripped) or USAGE.match(stripped) or stripped.endswith(":"):  # out of its section
+                raise unplaced(line, f"a node count, resource or section line under {section}")
+            if section == "demands" and not DEMAND.match(stripped):
+                raise unplaced(line, "a demand '{...}: N+ pending tasks/actors' or '... (PACK): N+ pending placement groups'")
+            if stripped in getattr(status, section):  # Ray sums identical entries into one line
+                raise unplaced(line, f"the same {section} line twice")
             getattr(status, section).append(stripped)
+        elif section == "requests":
+            continue  # resources asked for with request_resources(): no check reads them
+        else:
+            raise unplaced(line, f"a line that does not read as a {section or 'node status'} entry")
+    # The node list and the resource totals are the answer: a status cut (or trimmed) before either says neither.
+    if not seen & {"Active:", "Healthy:", "Idle:"}:
+        raise ParseError("ray_status", "`ray status` output with its node list ('Active:' / 'Healthy:' / 'Idle:')", text)
+    if not seen & {"Total Usage:", "Usage:"}:
+        raise ParseError("ray_status", "`ray status` output with its resource totals ('Total Usage:' / 'Usage:')", text)
+    if not seen & {"Pending Demands:", "Demands:", "Total Demands:"}:  # printed after the totals by every Ray version
+        raise ParseError("ray_status", "`ray status` output down to its demands ('Pending Demands:' / 'Demands:'); this "
+                                       "one is cut short", text)
     return status
 
 

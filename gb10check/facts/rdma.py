@@ -103,10 +103,14 @@ def parse_rdma_link(text: str) -> list[RdmaLink]:
         return links
     links = []
     for line in text.splitlines():
-        m = LINK_HEAD.match(line.strip())
-        if not m:
+        if not line.strip():
             continue
+        m = LINK_HEAD.match(line.strip())
+        if not m:  # every line of `rdma link` is a link line: another one is a cut or foreign line, never skipped
+            raise ParseError("rdma_link", "only " + expected, line)
         tokens = (m["rest"] or "").split()
+        if len(tokens) % 2:  # `rdma link` prints key-value pairs: an odd count is a line cut short
+            raise ParseError("rdma_link", "key-value pairs after 'link DEV/PORT'", line)
         kv = {}
         i = 0
         while i < len(tokens) - 1:
@@ -115,8 +119,11 @@ def parse_rdma_link(text: str) -> list[RdmaLink]:
                 i += 2
             else:
                 i += 1
-        if "state" in kv:
-            links.append(_rdma_link(m["dev"], int(m["port"]), kv))
+        if "state" not in kv:
+            raise ParseError("rdma_link", "a state on every link line", line)
+        if any((link.rdma_device, link.port) == (m["dev"], int(m["port"])) for link in links):
+            raise ParseError("rdma_link", f"each link once ({m['dev']}/{m['port']} is listed twice)", line)
+        links.append(_rdma_link(m["dev"], int(m["port"]), kv))
     if not links:
         raise ParseError("rdma_link", expected, text)
     return links
@@ -160,8 +167,14 @@ def parse_show_gids(text: str) -> list[Gid]:
         elif (c := GIDS_COUNT.match(s)):
             count = int(c[1])
         elif (m := GID_ROW.match(s)):
+            if any((g.rdma_device, g.port, g.index) == (m["dev"], int(m["port"]), int(m["index"])) for g in gids):
+                raise ParseError("show_gids", f"each GID index once ({m['dev']} port {m['port']} index {m['index']} is "
+                                              "listed twice)", line)
             gids.append(Gid(m["dev"], int(m["port"]), int(m["index"]), m["gid"].lower(), gid_type(m["ver"]),
                             m["ipv4"] or gid_ipv4(m["gid"]), m["netdev"]))
+        elif s and not set(s) <= set("-| :\t"):  # a line that is no header, rule, row or count: cut or foreign
+            raise ParseError("show_gids", "only the header, 'DEV PORT INDEX GID [IPv4] VER NETDEV' rows and n_gids_found=N",
+                             line)
     if count is not None and count != len(gids):
         raise ParseError("show_gids", f"{count} GID rows, as n_gids_found={count} says (found {len(gids)})", text)
     if not gids and count is None:
@@ -221,8 +234,13 @@ def _sysfs_lines(text: str, sections) -> list[str]:
         paths = re.findall(r"/sys/class/infiniband/[^\s;|&<>]+", command or "")
         single = paths[0] if len(paths) == 1 and not re.search(r"[*?{\[]", paths[0]) and re.fullmatch(SYSFS_PATH, paths[0]) else None
         banner = ibstatus = None
+        # A loop typed over several lines (`$ for d in ...; do` ... `done`): the lines up to its `done` are the command's.
+        looping = bool(command and re.match(r"(?:for|while|until)\b", command) and not re.search(r"\bdone\b", command))
         for line in output.splitlines():
             s = line.strip()
+            if looping:
+                looping = not re.search(r"(?:^|;\s*)done\b", s)
+                continue
             if HEAD_BANNER.match(s):
                 banner = s[3:-3].strip()
                 continue
@@ -263,6 +281,10 @@ def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[
         if m:
             p = port_of(m["dev"], int(m["port"]))
             leaf, value = m["leaf"], m["value"].strip()
+            # A file the checks read whose value does not read (cut, or another file's) is no answer, not an unknown one.
+            if leaf in ("state", "phys_state", "rate") and not (
+                    _state_word(value)[leaf == "phys_state"] if leaf != "rate" else RATE.search(value)):
+                raise ParseError("ib_sysfs", f"a {leaf} value ('4: ACTIVE', '5: LinkUp', '200 Gb/sec (2X NDR)')", line)
             if leaf == "state" and (s := _state_word(value)[0]):
                 p.port_state = s
             elif leaf == "phys_state" and (s := _state_word(value)[1]):
@@ -275,22 +297,29 @@ def parse_sysfs(text: str, sections: list[tuple[str | None, str]] = ()) -> list[
                 gid_parts.setdefault((m["dev"], int(m["port"]), int(g[2])), {})[g[1]] = value
             continue
         if line.startswith("/"):
-            continue
+            raise ParseError("ib_sysfs", "'PATH:VALUE' lines of /sys/class/infiniband/DEV/ports/N/...", line)
         dev = ROW_DEV.match(line)
         (state, phys), rate = _state_word(line), RATE.search(line)
-        if dev and dev["dev"].lower() not in ROW_LEAVES and (state or phys or rate):
-            p = port_of(dev["dev"], int(dev["port"] or dev["port2"] or 1))
-            p.port_state = state or p.port_state
-            p.phys_state = phys or p.phys_state
-            if rate:
-                p.rate_gbps, p.rate_width = float(rate["gbps"]), rate["width"]
-            if (ll := LINK_LAYER.search(line)):
-                p.link_layer = ll[1]
+        if not (dev and dev["dev"].lower() not in ROW_LEAVES and (state or phys or rate)):
+            # a line that names no port and no state: cut, or another tool's; never a port that is not there
+            raise ParseError("ib_sysfs", "'grep -H' lines of /sys/class/infiniband/DEV/ports/N/... or 'DEV: 4: ACTIVE ... "
+                                         "Gb/sec' rows", line)
+        if re.search(r"\brate\b", line) and not rate or re.search(r"link_layer[=:]\s*$", line):
+            raise ParseError("ib_sysfs", "a rate ('200 Gb/sec (2X NDR)') and link layer where the row names them", line)
+        p = port_of(dev["dev"], int(dev["port"] or dev["port2"] or 1))
+        p.port_state = state or p.port_state
+        p.phys_state = phys or p.phys_state
+        if rate:
+            p.rate_gbps, p.rate_width = float(rate["gbps"]), rate["width"]
+        if (ll := LINK_LAYER.search(line)):
+            p.link_layer = ll[1]
     for (dev, port, index), parts in sorted(gid_parts.items()):
         gid = parts.get("gids", "")
         # Unused table slots read as all zeros and have no type: not a GID.
-        if not re.fullmatch(_GID, gid) or set(gid) <= {"0", ":"}:
+        if re.fullmatch(_GID, gid) and set(gid) <= {"0", ":"}:
             continue
+        if not re.fullmatch(_GID, gid):
+            raise ParseError("ib_sysfs", f"a GID (8 groups of 4 hex digits) in {dev}/{port}/gids/{index}", gid or "<empty>")
         port_of(dev, port).gids.append(
             Gid(dev, port, index, gid.lower(), gid_type(parts.get("gid_attrs/types")), gid_ipv4(gid),
                 parts.get("gid_attrs/ndevs") or None)
@@ -388,7 +417,16 @@ def parse_ibv_devinfo(text: str, command: str | None = None) -> list[Hca]:
     only = re.search(r"(?:\s-i\s*|--ib-port[= ])(\d+)", command or "")
 
     def close_port():
-        if port is not None and hcas and port["port"].isdigit():
+        if port is not None and hcas:
+            if not port["port"].isdigit():
+                raise ParseError("ibv_devinfo", "a port number after 'port:'", f"port: {port['port']}")
+            if any(p.port == int(port["port"]) for p in hcas[-1].ports):
+                # one HCA's ports once each: a second "port: 1" is the next HCA's, whose hca_id line was lost
+                raise ParseError("ibv_devinfo", f"each port of {hcas[-1].rdma_device} once", f"port: {port['port']}")
+            state = _word(port.get("state"))
+            if state is not None and state.removeprefix("PORT_") not in PORT_STATES:  # cut or garbled: never "down"
+                raise ParseError("ibv_devinfo", "a port state (PORT_ACTIVE, PORT_DOWN, PORT_INIT, PORT_ARMED)",
+                                 port["state"])
             hcas[-1].ports.append(_hca_port(hcas[-1], port, gids))
 
     for raw in text.splitlines():
@@ -401,7 +439,11 @@ def parse_ibv_devinfo(text: str, command: str | None = None) -> list[Hca]:
             port, gids = None, []
             if value:
                 hcas.append(Hca(value))
-        elif not hcas or key == "Device ports":
+        elif not hcas:
+            if raw.strip() and not re.fullmatch(r"\s*No IB devices found\s*", raw):
+                raise ParseError("ibv_devinfo", "'hca_id:' before an HCA's lines", raw)
+            continue
+        elif key == "Device ports":
             continue
         elif key == "port":
             close_port()
@@ -433,6 +475,14 @@ def parse_ibv_devinfo(text: str, command: str | None = None) -> list[Hca]:
         elif key == "vendor_part_id":
             hcas[-1].vendor_part_id = _int(value)
     close_port()
+    for hca in hcas:
+        # ibv_devinfo prints every HCA with its ports: one without (cut after hca_id, or a repeated hca_id line) is not
+        # an HCA with no ports
+        if not hca.ports:
+            raise ParseError("ibv_devinfo", f"the port blocks of {hca.rdma_device}", f"hca_id: {hca.rdma_device}")
+        for guid in (hca.node_guid, hca.sys_image_guid):
+            if guid is not None and not re.fullmatch(r"[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){3}", guid):
+                raise ParseError("ibv_devinfo", "GUIDs of four 4-digit groups", guid)
     if not hcas and re.fullmatch(r"\s*No IB devices found\s*", text):  # ibv_devinfo's own answer on a machine without one
         return []
     if not hcas:
@@ -490,6 +540,15 @@ def parse_ibstat(text: str, command: str | None = None) -> list[IbstatPort]:
         if cur is not None and ca is not None and cur.get("State"):
             raw_state = cur["State"].strip()
             state = _IBSTAT_STATES.get(raw_state.lower())
+            if state is None:  # a state cut short or garbled is no state: never "down"
+                raise ParseError("ibstat", "a port State (Down, Initializing, Armed, Active)", raw_state)
+            if any(cur.get(k) and not re.fullmatch(r"0x[0-9a-fA-F]{16}", cur[k].strip()) for k in ("Port GUID",)):
+                raise ParseError("ibstat", "a Port GUID of 16 hex digits", cur["Port GUID"])
+            if cur.get("Rate") and not re.fullmatch(r"\d+(?:\.\d+)?(?: \(\w+\))?", cur["Rate"].strip()):
+                raise ParseError("ibstat", "a port Rate ('200', '40 (FDR10)')", cur["Rate"])
+            if any((p.rdma_device, p.port) == (ca["name"], int(cur["port"])) for p in out):
+                # one CA's ports once each: a second "Port 1:" is the next CA's, whose "CA '...'" line was lost
+                raise ParseError("ibstat", f"each port of CA '{ca['name']}' once", f"Port {cur['port']}:")
             rate = re.match(r"(\d+(?:\.\d+)?)\b", cur.get("Rate", ""))
             out.append(IbstatPort(ca["name"], int(cur["port"]), state, cur.get("Physical state") or None,
                                   float(rate[1]) if rate else None, cur.get("Link layer") or None,
@@ -503,6 +562,8 @@ def parse_ibstat(text: str, command: str | None = None) -> list[IbstatPort]:
             close()
             ca, cur, ports_seen = {"name": m["name"]}, None, 0
         elif ca is None:
+            if line and (":" in line or PORT_HEAD.match(line)):
+                raise ParseError("ibstat", "\"CA 'NAME'\" before a CA's lines", raw)
             continue
         elif (m := PORT_HEAD.match(line)):
             close()

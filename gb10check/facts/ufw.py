@@ -158,13 +158,22 @@ def parse_status(text: str) -> UfwStatus:
             continue
         if not in_table or not line.strip():
             continue
-        r = RULE.match(line.strip())
-        if r:
-            attribs = [a.strip() for a in (r["attribs"] or "").split(",")]
-            direction = r["dir"] or ("OUT" if "out" in attribs else "IN")
-            log = next((a for a in attribs if a.startswith("log")), None)
-            status.rules.append(UfwRule(endpoint(r["to"]), r["action"], direction, endpoint(r["from"]),
-                                        int(r["num"]) if r["num"] else None, log, r["comment"] or None))
+        r = RULE.match(line.strip()) if line.count("(") == line.count(")") else None  # "(Sa": an app name cut short
+        if r and r["from"] in ("IN", "OUT", "FWD"):
+            r = None  # "ALLOW IN" and nothing after it: the source was cut off
+        if not r:
+            if re.match(r"^To\s+Action\s+From$", line.strip()):
+                continue  # the header again (a rules-only paste starts with it)
+            # a rule line cut short, or another tool's: never a rule fewer (the first matching rule decides)
+            raise ParseError("ufw_status", "rule lines 'TO  ACTION [DIR]  FROM' under the table's header", line)
+        attribs = [a.strip() for a in (r["attribs"] or "").split(",")]
+        direction = r["dir"] or ("OUT" if "out" in attribs else "IN")
+        log = next((a for a in attribs if a.startswith("log")), None)
+        rule = UfwRule(endpoint(r["to"]), r["action"], direction, endpoint(r["from"]), int(r["num"]) if r["num"] else None,
+                       log, r["comment"] or None)
+        if rule in status.rules or (rule.number is not None and any(o.number == rule.number for o in status.rules)):
+            raise ParseError("ufw_status", "each rule once (ufw lists no rule twice)", line)
+        status.rules.append(rule)
     return status
 
 
