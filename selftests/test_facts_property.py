@@ -2,8 +2,8 @@
 every check passes; with any fact it reads made unreadable, on one node or on all, in any way (the tool missing, exit 1,
 exit 127, empty, garbage, the node unreachable), it is never "passed".
 
-The healthy facts are a recording of the simulated pair (selftests/captures/facts/, made by `gb10check record`: real ip,
-ufw, docker, sysfs and the stand-ins' GB10 outputs); the checks run in this process on a Fleet replaying it, so no node
+The healthy facts are recordings of the simulated pair (selftests/captures/facts/, made by `gb10check record`: real ip,
+ufw, docker, sysfs and the stand-ins' GB10 outputs; an mp pair, and a Ray pair for the Ray path's checks); the checks run in this process on a Fleet replaying it, so no node
 is reached (a live command would fail the case). Checks that measure live (the compute run, a shard read, ib_write_bw,
 NCCL, the probes, the clock, the compose dry run, Ray's head) are named in LIVE with the reason: their live side is proven
 on the simulated cluster.
@@ -24,6 +24,7 @@ from gb10check.verdict import Degraded, NotChecked
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDING = Path(__file__).resolve().parent / "captures" / "facts" / "sim-healthy-pair.json"
+RAY_RECORDING = Path(__file__).resolve().parent / "captures" / "facts" / "sim-healthy-ray-pair.json"
 H200 = Path(__file__).resolve().parent / "captures" / "facts" / "h200-local.json"
 
 # Checks that read no recorded fact at all (they measure or probe live), and checks whose healthy pass needs a live step
@@ -70,16 +71,20 @@ def declared(fn) -> tuple[str, ...]:
 
 READING = {cid: fn for cid, fn in checks() if declared(fn)}
 RAY = {cid for cid, fn in READING.items() if "ray_cluster" in inspect.signature(fn).parameters}
-HEALTHY = sorted(cid for cid in READING if cid not in RAY and cid.split("::")[1] not in LIVE_AFTER_FACTS)
+HEALTHY = sorted(cid for cid in READING if cid.split("::")[1] not in LIVE_AFTER_FACTS)
 
 
-@pytest.fixture(scope="module")
-def recorded() -> dict:
+def with_driver(got: dict) -> dict:
     """The recording, with the profile naming the driver the pair runs (so test_driver_version has one to compare)."""
-    got = json.loads(RECORDING.read_text())
     driver = next(o["stdout"].strip() for o in got["facts"][got["cluster"]["nodes"][0]["name"]] if o["fact"] == "driver_query")
     got["cluster"].setdefault("expect", {})["driver_version"] = driver
     return got
+
+
+@pytest.fixture(scope="module")
+def recordings() -> dict:
+    """The healthy pair as the field report deploys it (mp), and as NVIDIA's playbook does (Ray), for the Ray checks."""
+    return {"mp": with_driver(json.loads(RECORDING.read_text())), "ray": with_driver(json.loads(RAY_RECORDING.read_text()))}
 
 
 @pytest.fixture(autouse=True)
@@ -177,17 +182,19 @@ def test_every_check_reads_declared_facts_or_is_live():
 
 
 @pytest.mark.parametrize("check", HEALTHY)
-def test_healthy_pair_passes(check, recorded):
+def test_healthy_pair_passes(check, recordings):
+    recorded = recordings["ray" if check in RAY else "mp"]
     fn = READING[check]
     fleet = recording.replay(recorded)
     got = {i: outcome(fn, kw, fleet.cluster) for i, kw in enumerate(arguments(fn, fleet))}
     assert got and set(got.values()) == {"skipped" if fn.__name__ in CPU_BUILD else "passed"}, got
 
 
-@pytest.mark.parametrize("check", sorted(set(READING) - RAY))
-def test_never_passes_on_an_unreadable_fact(check, recorded):
+@pytest.mark.parametrize("check", sorted(READING))
+def test_never_passes_on_an_unreadable_fact(check, recordings):
     """Each parametrization, with each (node, fact) it reads made unreadable in each way, alone and with that fact broken
     on every node at once."""
+    recorded = recordings["ray" if check in RAY else "mp"]
     fn = READING[check]
     healthy = recording.replay(recorded)
     names = [n.name for n in healthy.cluster.by_rank()]
