@@ -96,7 +96,7 @@ def _wrong_type(e: dict, model: type[BaseModel], known) -> str | None:
         keys = f" of {', '.join(holder.model_fields)}" if holder else ""
         return f"{got}; expected a mapping{keys}"
     if expected == "a string" and isinstance(value, (int, float, bool)):
-        return f"{got}; expected a string: put it in quotes, e.g. '{value}'"
+        return f"{got}; expected a string: put it in quotes, e.g. '{_show(value) if isinstance(value, bool) else value}'"
     if expected == "a list":
         items = get_args(_bare(_annotation(model, e["loc"])))
         holder = _model(items[0]) if items else None

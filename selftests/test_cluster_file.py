@@ -173,6 +173,8 @@ WRONG_TYPES = [
      "deploy.map_infiniband: got 'maybe' (a string); expected true or false, e.g. true"),
     ("string to quote", ["deploy", "nccl"], {"version": 2.28},
      "deploy.nccl.version: got 2.28 (a number with a fraction); expected a string: put it in quotes, e.g. '2.28'"),
+    ("yes is not a string", ["serving", "basic_expect"], True,
+     "serving.basic_expect: got true (a boolean); expected a string: put it in quotes, e.g. 'true'"),
     ("list of strings", ["deploy", "extra_args"], "--enforce-eager",
      "deploy.extra_args: got '--enforce-eager' (a string); expected a list, e.g. ['--enforce-eager']"),
     ("list item", ["soak", "depths"], [0, "deep"], "soak.depths[1]: got 'deep' (a string); expected an integer, e.g. 0"),
