@@ -2,13 +2,15 @@
 
 import argparse
 import contextlib
+import difflib
 import json
 import os
 from pathlib import Path
+import re
 import signal
 import sys
 
-from . import facts
+from . import facts, version
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -17,8 +19,11 @@ def cmd_parse(args: argparse.Namespace) -> int:
         for name, kind in facts.KINDS.items():
             print(f"{name:<{width}}  {kind.what}")
         return 0
-    if args.kind not in facts.KINDS:
-        print(f"gb10check parse: unknown kind {args.kind!r}; `gb10check parse --list` shows the kinds", file=sys.stderr)
+    kind = args.kind.replace("-", "_")  # the tool's own spelling (nvidia-smi) names the kind (nvidia_smi)
+    if kind not in facts.KINDS:
+        close = difflib.get_close_matches(kind, facts.KINDS, n=1)
+        print(f"gb10check parse: unknown kind {args.kind!r}" + (f" (did you mean {close[0]}?)" if close else "")
+              + "; `gb10check parse --list` shows the kinds", file=sys.stderr)
         return 2
     try:
         text = sys.stdin.read() if args.file in (None, "-") else open(args.file, encoding="utf-8", errors="replace").read()
@@ -26,7 +31,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
         print(f"gb10check parse: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
     try:
-        result = facts.parse(args.kind, text)
+        result = facts.parse(kind, text)
     except facts.ParseError as exc:
         print(f"gb10check parse: {exc}", file=sys.stderr)
         return 1
@@ -52,9 +57,10 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gb10check", description="Checks for vLLM tensor parallelism across GB10 machines.")
+    parser.add_argument("--version", action="version", version=f"gb10check {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("parse", help="print what the suite reads from a tool's output, as JSON")
-    p.add_argument("kind", nargs="?", help="what the text is (see --list)")
+    p.add_argument("kind", nargs="?", help="what the text is (see --list; a tool's dashes may stand for underscores)")
     p.add_argument("file", nargs="?", help="file to read; - or nothing for standard input")
     p.add_argument("--list", action="store_true", help="list the kinds")
     p.set_defaults(func=cmd_parse)
@@ -65,8 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default="", help="where the recording comes from, written into it")
     p.set_defaults(func=cmd_record)
     p = sub.add_parser("size", help="will a checkpoint fit a node's unified memory? (offline, from config.json and the index)")
-    p.add_argument("--config", required=True, help="the model's config.json")
-    p.add_argument("--index", required=True, help="its model.safetensors.index.json")
+    p.add_argument("--model", metavar="ORG/NAME", help="read config.json and model.safetensors.index.json from the Hugging "
+                                                       "Face cache (nothing is downloaded)")
+    p.add_argument("--hf-cache", metavar="DIR", help="the cache with --model (default: $HF_HUB_CACHE, else $HF_HOME, else "
+                                                          "~/.cache/huggingface)")
+    p.add_argument("--config", help="the model's config.json (instead of --model's)")
+    p.add_argument("--index", help="its model.safetensors.index.json (instead of --model's)")
     p.add_argument("--tp", type=int, required=True, help="tensor parallel size (one rank per node on GB10)")
     p.add_argument("--max-model-len", type=int, required=True)
     p.add_argument("--max-num-seqs", type=int, default=8)
@@ -206,7 +216,8 @@ def cmd_size(args: argparse.Namespace) -> int:
     from .sizing import SizingError, fit, load_json
 
     try:
-        result = fit(load_json(args.config, "config"), load_json(args.index, "index"), args.tp, args.max_model_len,
+        config, index = model_files(args.model, args.hf_cache, args.config, args.index)
+        result = fit(load_json(config, "config"), load_json(index, "index"), args.tp, args.max_model_len,
                      args.max_num_seqs, args.gpu_memory_utilization, gib(args.memory),
                      gib(args.container_limit) if args.container_limit else None, args.kv_dtype, overhead_gib=gib(args.overhead))
     except (SizingError, ValueError) as exc:
@@ -218,6 +229,62 @@ def cmd_size(args: argparse.Namespace) -> int:
     else:
         print(result.table())
     return 0 if result.ok else 1
+
+
+HF_FILES = ("config.json", "model.safetensors.index.json")
+
+
+def hf_hub_dirs(given: str | None) -> list[Path]:
+    """Where a Hugging Face cache keeps models--ORG--NAME: DIR/hub (DIR as HF_HOME, or the hub folder itself), else
+    $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub (huggingface_hub's own order)."""
+    if given:
+        root = Path(given).expanduser()
+        return [root / "hub", root]
+    if os.environ.get("HF_HUB_CACHE"):
+        return [Path(os.environ["HF_HUB_CACHE"]).expanduser()]
+    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
+    return [Path(home).expanduser() / "hub"]
+
+
+def model_files(model: str | None, hf_cache: str | None, config: str | None, index: str | None) -> tuple[str, str]:
+    """config.json and the safetensors index: given, or read from the model's snapshot in the cache (refs/main's first,
+    then the newest); a SizingError says which files are missing and where it looked."""
+    from .sizing import SizingError
+
+    if not model:
+        if not (config and index):
+            raise SizingError("give --model ORG/NAME (its files from the Hugging Face cache), or both --config and --index")
+        return config, index
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", model):
+        raise SizingError(f"--model {model!r}: expected a Hugging Face model id, ORG/NAME (e.g. Qwen/Qwen3-32B)")
+    wanted = [name for name, given in zip(HF_FILES, (config, index)) if not given]
+    if not wanted:
+        return config, index
+    looked, best = [], (0, None)
+    for hub in hf_hub_dirs(hf_cache):
+        entry = hub / f"models--{model.replace('/', '--')}"
+        looked.append(f"{entry}/snapshots/*/")
+        snapshots = sorted((p for p in entry.glob("snapshots/*") if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+        with contextlib.suppress(OSError):
+            main = entry / "snapshots" / (entry / "refs" / "main").read_text().strip()
+            snapshots = [main] + [p for p in snapshots if p != main]
+        for snap in snapshots:
+            present = sum((snap / name).is_file() for name in wanted)
+            if present == len(wanted):
+                found = dict(zip(HF_FILES, (config, index)))
+                found.update({name: str(snap / name) for name in wanted})
+                return found["config.json"], found["model.safetensors.index.json"]
+            if present > best[0]:
+                best = (present, snap)
+    lacking = wanted
+    if best[1] is not None:
+        lacking = [name for name in wanted if not (best[1] / name).is_file()]
+        where = f"{best[1]} has {', '.join(n for n in wanted if n not in lacking)} but not {', '.join(lacking)}"
+    else:
+        where = f"not in {' or '.join(looked)}"
+    flags = " and ".join(f"--{'config' if n == HF_FILES[0] else 'index'}" for n in lacking)
+    raise SizingError(f"--model {model} needs {' and '.join(wanted)} from the Hugging Face cache: {where}; nothing is "
+                      f"downloaded: `hf download {model} {' '.join(lacking)}` puts them there, or give {flags}")
 
 
 def cluster_file(arg: str | None) -> str:

@@ -1,6 +1,7 @@
 """The cluster definition (cluster.yaml): nodes, links, expectations, deploy and serving settings.
 
-Validated with pydantic; a bad file becomes one ClusterError line naming the field and the reason.
+Validated with pydantic; a bad file becomes a ClusterError with a line per mistake naming the field and the reason
+(gb10check/cluster_errors.py).
 Memory sizes accept docker/human forms ("105G", "119 GiB", "5 GiB", "512M") and are held in GiB.
 """
 
@@ -21,6 +22,7 @@ import yaml
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
+from . import cluster_errors
 from .remedies import Code
 
 UNITS_GIB = {"": 1.0, "b": 1 / 2**30, "k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 2**10}
@@ -328,7 +330,7 @@ class Deploy(Strict):
     model_id: str
     served_model_name: str
     tensor_parallel_size: int = Field(ge=1)
-    max_model_len: int = Field(gt=0)
+    max_model_len: int = Field(gt=0, examples=[32768])
     max_num_seqs: int = Field(8, gt=0)
     gpu_memory_utilization: float = Field(0.8, gt=0, le=1)
     container_memory_limit: GiB
@@ -548,24 +550,7 @@ class LinkPair:
 
 
 class ClusterError(Exception):
-    """A cluster file that cannot be used; the message is one line: where, what, why."""
-
-
-def _where(loc: tuple, data) -> str:
-    parts, node = [], data
-    for item in loc:
-        if isinstance(item, int):
-            label = ""
-            if isinstance(node, list) and 0 <= item < len(node) and isinstance(node[item], dict) and "name" in node[item]:
-                label = f"({node[item]['name']})"
-            parts[-1] = f"{parts[-1]}[{item}]{label}" if parts else f"[{item}]"
-        else:
-            parts.append(str(item))
-        try:
-            node = node[item]
-        except (KeyError, IndexError, TypeError):
-            node = None
-    return ".".join(parts)
+    """A cluster file that cannot be used: a line per mistake (where, what, why), the one to fix first on the first."""
 
 
 def parse_cluster(text: str, source: str = "cluster.yaml", base: Path | None = None) -> Cluster:
@@ -581,11 +566,12 @@ def parse_cluster(text: str, source: str = "cluster.yaml", base: Path | None = N
     try:
         return Cluster.model_validate(data, context={PROFILE_CONTEXT: base})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = _where(tuple(l for l in err["loc"] if not str(l).startswith("function-")), data)
-        msg = err["msg"].removeprefix("Value error, ")
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ClusterError(f"{source}: {where + ': ' if where else ''}{msg}{more}") from None
+        raise ClusterError("\n".join(cluster_errors.lines(exc, data, Cluster, source, _known))) from None
+
+
+def _known(model: type, name: str):
+    """A right value of a field without a default, for an error's example: the default profile's hardware figure."""
+    return _shipped(DEFAULT_PROFILE).values.get(name) if model is Expect else None
 
 
 DEFAULT_FILE = "cluster.yaml"

@@ -71,11 +71,13 @@ MISTAKES = [
      r"thinkstationpgx-30 enP2p1s0f0np0 \(192\.168\.101\.10/24\) has no peer link on another node in 192\.168\.101\.0/24"),
     ("both links on one subnet", lambda d: (setitem(["nodes", 0, "links", 1, "address"], "169.254.1.10/16")(d),
                                             setitem(["nodes", 1, "links", 1, "address"], "169.254.1.11/16")(d)),
-     r"nodes\[0\]\(thinkstationpgx-30\): links enp1s0f0np0 \(169\.254\.94\.252/16\) and enP2p1s0f0np0 \(169\.254\.1\.10/16\) are on one subnet"),
+     r"nodes\[0\]\(thinkstationpgx-30\): links enp1s0f0np0 \(169\.254\.94\.252/16\) and enP2p1s0f0np0 \(169\.254\.1\.10/16\) are on one subnet"
+     r".*\ncluster\.yaml: nodes\[1\]\(thinkstationpgx-32\): links enp1s0f0np0 \(169\.254\.159\.206/16\) and enP2p1s0f0np0 "
+     r"\(169\.254\.1\.11/16\) are on one subnet"),
     ("bad memory unit", setitem(["deploy", "container_memory_limit"], "105 bananas"),
      r"deploy\.container_memory_limit: expected a size such as '105G' or '119 GiB', got '105 bananas'"),
     ("missing model", delitem(["deploy", "model_id"]), r"deploy\.model_id: Field required"),
-    ("unknown key (typo)", setitem(["deploy", "max_model_length"], 4096), r"deploy\.max_model_length: Extra inputs are not permitted"),
+    ("unknown key (typo)", setitem(["deploy", "max_model_length"], 4096), r"deploy\.max_model_length: unknown field; did you mean max_model_len\?$"),
     ("port out of range", setitem(["deploy", "api_port"], 70000), r"deploy\.api_port: Input should be less than or equal to 65535"),
     ("utilization above 1", setitem(["deploy", "gpu_memory_utilization"], 1.5), r"deploy\.gpu_memory_utilization: Input should be less than or equal to 1"),
     ("bad firewall port", setitem(["expect", "firewall", "ports"], ["20001"]), r"expect\.firewall\.ports: expected 'PORT/tcp' or 'PORT/udp', got '20001'"),
@@ -105,12 +107,91 @@ def test_executor_defaults_to_mp_and_ray_adds_its_ports():
 
 @pytest.mark.parametrize(("change", "message"), [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES])
 def test_mistake_is_one_line_naming_the_field(change, message):
+    """One line per mistake: a change that breaks both nodes is two lines, each naming its node."""
     with pytest.raises(ClusterError) as err:
         parse_cluster(mutate(change), "cluster.yaml")
     text = str(err.value)
-    assert "\n" not in text
-    assert text.startswith("cluster.yaml: ")
+    assert text.count("\n") == message.count(r"\n")
+    assert all(line.startswith("cluster.yaml: ") for line in text.split("\n"))
     assert __import__("re").search(message, text), text
+
+
+def rename(path, new):
+    def change(data):
+        *parents, last = path
+        for p in parents:
+            data = data[p]
+        data[new] = data.pop(last)
+    return change
+
+
+def cluster_error(change) -> list[str]:
+    with pytest.raises(ClusterError) as err:
+        parse_cluster(mutate(change), "cluster.yaml")
+    return str(err.value).split("\n")
+
+
+def test_a_misspelled_required_key_is_named_with_the_field_it_stands_for():
+    assert cluster_error(rename(["nodes", 1, "address"], "adress")) == [
+        "cluster.yaml: nodes[1](thinkstationpgx-32).adress: unknown field; did you mean address? "
+        "(address is required and missing)"]
+    assert cluster_error(rename(["nodes"], "node")) == [
+        "cluster.yaml: node: unknown field; did you mean nodes? (nodes is required and missing)"]
+
+
+def test_each_mistake_on_its_own_line_the_misspelled_key_first():
+    lines = cluster_error(lambda d: (setitem(["deploy", "max_model_len"], "big")(d), rename(["nodes", 0, "rank"], "rnak")(d),
+                                     setitem(["ssh", "prot"], 22)(d)))
+    assert lines == ["cluster.yaml: ssh.prot: unknown field; did you mean port?",
+                     "cluster.yaml: nodes[0](thinkstationpgx-30).rnak: unknown field; did you mean rank? (rank is required and missing)",
+                     "cluster.yaml: deploy.max_model_len: got 'big' (a string); expected an integer, e.g. 32768"]
+    assert not any("more)" in line for line in lines)
+
+
+def test_an_unknown_key_like_no_field_lists_the_fields_there():
+    assert cluster_error(setitem(["serving", "zzz"], 1)) == [
+        "cluster.yaml: serving.zzz: unknown field; the fields here are base_url, api_key_env, expect_reasoning, "
+        "expect_tool_calls, min_decode_tok_s, basic_prompt, basic_expect, repetitions, decode_max_tokens"]
+
+
+def test_past_ten_mistakes_the_rest_are_counted():
+    lines = cluster_error(lambda d: [setitem(["deploy", f"unknown_{i}"], i)(d) for i in range(12)])
+    assert len(lines) == 11 and lines[-1] == "cluster.yaml: (and 2 more)"
+
+
+WRONG_TYPES = [
+    ("integer from the profile", ["expect", "link_speed_mbps"], "fast",
+     "expect.link_speed_mbps: got 'fast' (a string); expected an integer, e.g. 200000"),
+    ("number from the profile", ["expect", "max_compute_spread"], "lots",
+     "expect.max_compute_spread: got 'lots' (a string); expected a number, e.g. 0.15"),
+    ("integer with an example", ["deploy", "max_model_len"], 1.5,
+     "deploy.max_model_len: got 1.5 (a number with a fraction); expected an integer, e.g. 32768"),
+    ("integer from its bounds", ["deploy", "tensor_parallel_size"], "two",
+     "deploy.tensor_parallel_size: got 'two' (a string); expected an integer, e.g. 1"),
+    ("null for a default", ["ssh", "port"], None, "ssh.port: got null (empty); expected an integer, e.g. 22"),
+    ("boolean", ["deploy", "map_infiniband"], "maybe",
+     "deploy.map_infiniband: got 'maybe' (a string); expected true or false, e.g. true"),
+    ("string to quote", ["deploy", "nccl"], {"version": 2.28},
+     "deploy.nccl.version: got 2.28 (a number with a fraction); expected a string: put it in quotes, e.g. '2.28'"),
+    ("yes is not a string", ["serving", "basic_expect"], True,
+     "serving.basic_expect: got true (a boolean); expected a string: put it in quotes, e.g. 'true'"),
+    ("list of strings", ["deploy", "extra_args"], "--enforce-eager",
+     "deploy.extra_args: got '--enforce-eager' (a string); expected a list, e.g. ['--enforce-eager']"),
+    ("list item", ["soak", "depths"], [0, "deep"], "soak.depths[1]: got 'deep' (a string); expected an integer, e.g. 0"),
+    ("list of mappings", ["nodes"], 5,
+     "nodes: got 5 (an integer); expected a list, each item a mapping of name, address, rank, ssh_port, connection, links"),
+    ("mapping", ["gate"], "open", "gate: got 'open' (a string); expected a mapping of waive"),
+    ("address", ["nodes", 0, "links", 1, "address"], "192.168.101/24",
+     "nodes[0](thinkstationpgx-30).links[1].address: got '192.168.101/24' (a string); expected an IPv4 address with its "
+     "prefix length, e.g. '192.168.101.10/24'"),
+    ("one of a few", ["soak", "nonce_placement"], "top",
+     "soak.nonce_placement: Input should be 'start', 'middle' or 'end'; got 'top'"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [m[1:] for m in WRONG_TYPES], ids=[m[0] for m in WRONG_TYPES])
+def test_a_wrong_type_shows_the_value_and_an_example(path, value, message):
+    assert cluster_error(setitem(path, value)) == [f"cluster.yaml: {message}"]
 
 
 def test_not_yaml():
@@ -150,7 +231,7 @@ SOAK_MISTAKES = [
     ("floor not a number", {"min_pp_tok_s": "fast"},
      r"soak\.min_pp_tok_s: expected tok/s \(a number > 0\) for every depth, or \{depth: tok/s\}; got 'fast'$"),
     ("floor per depth", {"min_tg_tok_s": {4096: 0}}, r"soak\.min_tg_tok_s: expected tok/s .*; got 0$"),
-    ("typo", {"duration": 60}, r"soak\.duration: Extra inputs are not permitted"),
+    ("typo", {"duration": 60}, r"soak\.duration: unknown field; did you mean duration_s\?$"),
 ]
 
 
