@@ -247,3 +247,54 @@ def test_the_report_leads_with_causes_each_once_with_the_checks_they_stopped():
     assert ("- needs a second node (the cluster file names one): 2 checks: test_pair, test_other (each [needs-a-second-node])"
             in md)
     assert "| test_port[n2:b] | not checked (cause 3) |" in md and "| test_mtu[n1] | passed |" in md
+
+
+def test_a_gpu_box_without_docker_rdma_or_tools_gives_each_cause_once(monkeypatch):
+    # The real H200 recording (a one-node cluster with no docker, RDMA, ufw, iproute2 ...), every check replayed on it: the
+    # checks one gap stopped are one cause, each tool once, whatever each check's own wording of the gap.
+    import warnings
+
+    from gb10check.gather import recording, registry
+    from gb10check.remote import RemoteError, RemoteNode
+    from gb10check.report import causes
+    from gb10check.verdict import NotChecked
+
+    from .test_facts_property import H200, LIVE_AFTER_FACTS, RAY, READING, arguments, declared
+
+    def refuse(self, command, *args, **kwargs):
+        raise RemoteError(f"replay: {self.name} is not reached (`{command[:60]}`)")
+
+    monkeypatch.setattr(RemoteNode, "run", refuse)
+    fleet = recording.replay(json.loads(H200.read_text()))
+    run = Run("h200")
+    for cid, fn in READING.items():
+        if cid in RAY or cid.split("::")[1] in LIVE_AFTER_FACTS:
+            continue
+        for kwargs in arguments(fn, fleet):
+            test = f"{cid}[{'-'.join(getattr(v, 'name', '') for v in kwargs.values() if getattr(v, 'name', ''))}]"
+            token = registry.declared(declared(fn), fleet.cluster)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fn(**kwargs)
+                run.outcomes[test] = "passed"
+            except (NotChecked, pytest.fail.Exception) as exc:
+                run.outcomes[test] = "not checked" if isinstance(exc, NotChecked) else "failed"
+                run.findings[test] = [f.as_dict() for f in getattr(exc, "findings", [])]
+            except pytest.skip.Exception:
+                run.outcomes[test] = "skipped"
+            finally:
+                registry.undeclare(token)
+    found = causes(run)
+    unchecked = [t for t, o in run.outcomes.items() if o == "not checked"]
+    assert len(unchecked) >= 15 and len([c for c in found if not c.failed]) <= len(unchecked) - 8, [c.checks() for c in found]
+    rdma = [c for c in found if c.title == "[no-rdma] h200"]
+    assert len(rdma) == 1 and {"test_rdma_port_active", "test_rdma_error_counters", "test_roce_gid"} <= {
+        t.split("::")[1].split("[")[0] for t in rdma[0].tests}, [c.checks() for c in found]
+    tools = [re.match(r"\[tool-missing\] h200: could not check: `([^`]+)` is not installed", c.text)[1]
+             for c in found if c.title == "[tool-missing] h200"]
+    assert len(tools) == len(set(tools)) and {"ip", "ibv_devinfo", "ufw"} <= set(tools), tools
+    docker = [c for c in found if c.title == "[prerequisite-failed] h200" and "docker is not usable" in c.text]
+    assert len(docker) == 1 and len(docker[0].tests) >= 3, [c.checks() for c in found]
+    md = markdown(run)
+    assert md.count("no RDMA device under /sys/class/infiniband") == 1 and md.count("`ip` is not installed") == 1
