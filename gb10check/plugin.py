@@ -13,6 +13,9 @@ suite's own tests and nowhere else: a user's test with a `node` or `path` of its
 - `_gb10check_path`: one test per direction of each link, id = "a:netdev->b:netdev".
 - `_gb10check_required_port`: one test per port the profile requires open.
 - `_gb10check_node_pair`: one test per ordered pair of nodes (a reaches b), id = "a->b".
+A name with no value on this cluster (a follower, a link or a node pair on a one-node cluster) gives its test one
+instance, skipped with the reason ("needs a second node"), id = "needs-a-second-node": run and counted, so a one-node
+cluster's run stays full for the gate, and listed once in the summary, never as an empty parameter set.
 A node that cannot be reached fails its own reachability test; its other checks are NOT CHECKED.
 The run's state (outcomes, findings, figures, warnings) lives on a Recorder kept in config.stash.
 
@@ -20,11 +23,15 @@ Findings leave pytest as data: each one a JUnit property `gb10check.finding` who
 severity, where, seen, expected, fix), each check's stage as `gb10check.stage`, and, with --report-dir, findings.json
 beside the report. A check that could not look is, to pytest, a failure reported as NOT CHECKED; in JUnit an
 `<error type="not-checked" message="CAUSE">` (property `gb10check.not_checked`: the cause), never a skip.
+Failures and not-checked items that share a cause (report.causes(): an unreachable node, a missing tool, no RDMA device,
+a prerequisite that failed) are told once: one entry each in the terminal summary and the report, with the checks it
+failed or stopped named; in JUnit the testsuite lists them (`gb10check.cause`) and each testcase names its own.
 """
 
 import fnmatch
 import json
 import os
+import re
 import uuid
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -37,7 +44,7 @@ from . import gather
 from .gather import Fleet, registry
 from .remedies import Code
 from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
-from .report import Run, skip_reason, write
+from .report import Run, cause_key, causes, skip_reason, skips, write
 from .stage import GATED, STAGES, file_hash, record_stages
 from .verdict import Degraded, Finding, NotChecked, recording, report
 
@@ -56,6 +63,7 @@ TABLE = "gb10check_table"
 STAGE_PROPERTY = "gb10check.stage"
 FINDING = "gb10check.finding"
 NOT_CHECKED = "gb10check.not_checked"  # value: the cause; the report's outcome is failed, its category "not checked"
+CAUSE = "gb10check.cause"  # on a testcase: "N: [code] node"; on the testsuite: each cause as JSON (report.causes())
 WARNED_KEY = pytest.StashKey[list]()
 
 
@@ -155,6 +163,29 @@ def _params(config: pytest.Config, cluster: Cluster, name: str) -> tuple[list, l
 
 
 PARAMETRIZED = ("node", "follower", "node_link", "link_pair", "path", "required_port", "node_pair")
+PAIRS = ("follower", "link_pair", "path", "node_pair")  # values only where the cluster has two nodes or more
+SECOND_NODE = "needs a second node (the cluster file names one)"
+# Why a name other than a pair has no value: the id of the one skipped instance and its reason.
+NO_VALUE = {"node_link": ("no-links", "the cluster file names no links (nodes[].links)"),
+            "link_pair": ("no-links", "the cluster file names no link between two nodes (nodes[].links)"),
+            "path": ("no-links", "the cluster file names no link between two nodes (nodes[].links)"),
+            "required_port": ("no-ports", "the profile requires no open port (expect.reachable_ports)")}
+
+
+class _NoInstance:
+    """The value of a test's one instance where its parameter has none on this cluster (it is skipped before setup)."""
+
+    def __repr__(self) -> str:
+        return "<no instance on this cluster>"
+
+
+NO_INSTANCE = _NoInstance()
+NO_INSTANCE_REASONS = {SECOND_NODE} | {reason for _, reason in NO_VALUE.values()}
+
+
+def no_instance(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(v is NO_INSTANCE for v in callspec.params.values())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -170,8 +201,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for name in wanted:
             metafunc.parametrize(PREFIX + name, [])
         return
+    params = {name: _params(config, cluster, name) for name in wanted}
+    empty = [name for name in wanted if not params[name][0]]
+    if empty:
+        if len(cluster.nodes) < 2 and set(empty) & set(PAIRS):
+            id_, reason = "needs-a-second-node", SECOND_NODE
+        else:
+            id_, reason = NO_VALUE.get(empty[0], ("none", f"the cluster file gives {empty[0]} no value"))
+        metafunc.parametrize([PREFIX + name for name in wanted],
+                             [pytest.param(*[NO_INSTANCE] * len(wanted), id=id_, marks=pytest.mark.skip(reason=reason))])
+        return
     for name in wanted:
-        values, ids = _params(config, cluster, name)
+        values, ids = params[name]
         metafunc.parametrize(PREFIX + name, values, ids=ids)
 
 
@@ -269,6 +310,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     stage = stage_of(item.keywords)
     if stage is None or call.when == "teardown":
         return rep
+    if rep.skipped and no_instance(item) and isinstance(rep.longrepr, tuple) and PATH_KEY in item.config.stash:
+        # Located at the cluster file, one location for all: pytest's summary folds them into one line.
+        rep.longrepr = (str(item.config.stash[PATH_KEY]), None, rep.longrepr[2])
     added = [(STAGE_PROPERTY, stage)] if call.when == "setup" else []
     found = list(getattr(call.excinfo.value, "findings", None) or []) if call.excinfo is not None else []
     found += item.stash.get(WARNED_KEY, [])
@@ -298,6 +342,19 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     if is_not_checked(report):
         return "not checked", "N", ("NOT CHECKED", {"yellow": True})
     return None
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = "    ") -> str:
+    """A line of names ("3 checks on n1: failed a; not checked b, c (x2)") folded to the terminal's width after a comma,
+    semicolon or colon, never inside a name."""
+    lines, line = [], first
+    for part in re.split(r"(?<=[,;:]) ", text):
+        if line.strip() and len(line) + 1 + len(part) > width:
+            lines.append(line)
+            line = rest + part
+        else:
+            line += part if not line.strip() else " " + part
+    return "\n".join(lines + [line])
 
 
 class Recorder:
@@ -444,12 +501,29 @@ class Recorder:
         if session.exitstatus == pytest.ExitCode.OK and "not checked" in self.outcomes.values():
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def run(self) -> Run:
+        """What the run recorded so far, as the report reads it."""
+        return Run("", outcomes=dict(self.outcomes), messages=dict(self.messages), stages=dict(self.stages),
+                   findings={t: list(self.findings.get(t, [])) for t in self.outcomes})
+
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
-        unchecked = [t for t, o in self.outcomes.items() if o == "not checked"]
-        if unchecked:
-            terminalreporter.section("gb10check: NOT CHECKED (could not look: neither a pass nor a fault of the cluster)")
-            for t in unchecked:
-                terminalreporter.write_line(f"{t}\n  {self.messages.get(t, '').strip()}")
+        run = self.run()
+        found = causes(run)
+        width = max(getattr(getattr(terminalreporter, "_tw", None), "fullwidth", 80), 60)
+        if found:
+            unchecked = sum(o == "not checked" for o in self.outcomes.values())
+            terminalreporter.section(f"gb10check: {len(found)} cause{'s' if len(found) != 1 else ''} of "
+                                     f"{len({t for c in found for t in c.tests})} checks failed or not checked ({unchecked} not "
+                                     "checked: could not look, neither a pass nor a fault of the cluster)")
+            for cause in found:
+                # A failure without a finding printed its own text above (pytest's failures); its first line here.
+                terminalreporter.write_line(cause.text if cause.lead is not None else cause.title)
+                terminalreporter.write_line(wrap(cause.checks(), width - 1, "  "))
+        for reason, tests in skips(run).items():
+            if reason in NO_INSTANCE_REASONS:  # one line for the checks a parameter without value left out
+                names = ", ".join(t.split("::", 1)[-1].split("[")[0] for t in tests)
+                terminalreporter.write_line(wrap(f"gb10check: {reason}: {len(tests)} check{'s' if len(tests) != 1 else ''} "
+                                                 f"not run: {names}", width - 1))
         timing = config.stash[FLEET_KEY].timing if FLEET_KEY in config.stash else {}
         if timing:  # this process's own phases (under -n each worker gathers for itself)
             terminalreporter.write_line("gb10check timing: " + ", ".join(f"{k} {v:.2f} s" for k, v in timing.items())
@@ -483,16 +557,38 @@ class Recorder:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """After pytest's junitxml wrote its file: each not-checked check's <failure> or <error> becomes
-    <error type="not-checked" message="CAUSE">, found by its `gb10check.not_checked` property (the file's own data)."""
+    <error type="not-checked" message="CAUSE">, found by its `gb10check.not_checked` property (the file's own data).
+    Each cause once: the testsuite lists them (`gb10check.cause`, JSON: its text and the checks it failed or stopped), and
+    each testcase names its own; a testcase keeps its own two lines (CI pages show one testcase at a time)."""
     path = getattr(session.config.option, "xmlpath", None)
     if not path or hasattr(session.config, "workerinput") or not os.path.exists(path):
         return
+    recorder = session.config.stash.get(RECORDER_KEY, None)
+    found = causes(recorder.run()) if recorder is not None else []
+    number = {cause.key: i for i, cause in enumerate(found, 1)}
     tree = ET.parse(path)
     changed = False
-    for suite in tree.getroot().iter("testsuite"):
+    for n, suite in enumerate(tree.getroot().iter("testsuite")):
+        if found and n == 0:
+            listed = suite.find("properties")
+            if listed is None:
+                listed = ET.Element("properties")
+                suite.insert(0, listed)
+            for i, cause in enumerate(found, 1):
+                ET.SubElement(listed, "property", {"name": CAUSE, "value": json.dumps(
+                    {"cause": i, "title": cause.title, "text": cause.text, "checks": cause.checks(), "tests": list(cause.tests)})})
+            changed = True
         for case in suite.iter("testcase"):
-            causes = [p.get("value", "") for p in case.iter("property") if p.get("name") == NOT_CHECKED]
-            if not causes:
+            keys = [cause_key(f) for f in (json.loads(p.get("value", "{}")) for p in case.iter("property") if p.get("name") == FINDING)
+                    if f.get("severity") in ("failure", "not-checked")]
+            keys = [k for k in dict.fromkeys(keys) if k in number]
+            if keys:
+                props = case.find("properties")
+                for k in keys:
+                    ET.SubElement(props, "property", {"name": CAUSE, "value": f"{number[k]}: {found[number[k] - 1].title}"})
+                changed = True
+            unchecked = [p.get("value", "") for p in case.iter("property") if p.get("name") == NOT_CHECKED]
+            if not unchecked:
                 continue
             olds = [el for el in case if el.tag in ("failure", "error")]
             if not olds:
@@ -501,7 +597,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             for old in olds:
                 case.remove(old)
                 suite.set(old.tag + "s", str(max(int(suite.get(old.tag + "s", "1")) - 1, 0)))
-            new = ET.Element("error", {"type": "not-checked", "message": causes[-1]})
+            new = ET.Element("error", {"type": "not-checked", "message": unchecked[-1]})
             new.text = "\n".join(old.text or "" for old in olds)
             case.insert(at, new)
             suite.set("errors", str(int(suite.get("errors", "0")) + 1))

@@ -1,8 +1,11 @@
 """The run's report, for people: markdown and one self-contained HTML page.
 
-Built from what the checks themselves recorded during the run (outcomes, failure text with its fix,
-Degraded warnings, and the `measurements` fixture's figures), never from a second run. Failures come
-first with their fix, warnings apart, then the figures per node and link, then two plots where a
+Built from what the checks themselves recorded during the run (outcomes, findings with their fix,
+Degraded warnings, and the `measurements` fixture's figures), never from a second run. It leads with
+the causes: failures and not-checked items that share one (an unreachable node, a missing tool, no
+RDMA device, a prerequisite that failed) are one entry, its text once, with the checks it failed or
+stopped named compactly (`causes()`, which the terminal summary and JUnit read too). Then failures
+that carry no finding, warnings apart, the figures per node and link, then two plots where a
 picture reads faster than a table: Gb/s per link against the threshold, and tok/s per repetition.
 The HTML has no external resource (inline CSS and SVG), so it can be attached to a CI run as is.
 `findings.json` beside them holds the same run as data (schema 1): each check's stage, outcome and findings (code,
@@ -44,29 +47,145 @@ def _short(test_id: str) -> str:
     return test_id.split("::", 1)[-1]
 
 
+def node_of(where: str) -> str:
+    """The node a finding's `where` names first ("a", "a:netdev", "a->b", "a:l0--b:l0", "a http://..."): the node its fix
+    acts on."""
+    return re.split(r"[:\s]|->|--", where.strip(), maxsplit=1)[0]
+
+
+# Codes that say one thing about a node: it cannot be reached (the reachability check's failure, and every other check
+# of that node not checked for it). One cause per node, whatever the check.
+UNREACHABLE = frozenset({"node-unreachable", "unreachable"})
+
+
+def cause_key(finding: dict) -> tuple:
+    """What makes two findings one cause.
+
+    A node that cannot be reached: the node. Not checked: the code, the node and the fix, because the fix is the code's
+    remedy filled in with what was missing (the tool and its package, the command, the check that failed first, the
+    device), while `seen` carries each check's own wording of the same gap. A failure: the whole finding, so two checks
+    are one cause only when they saw and expect the same thing."""
+    node = node_of(finding["where"])
+    if finding["code"] in UNREACHABLE:
+        return ("unreachable", node)
+    if finding["severity"] == "not-checked":
+        return (finding["code"], node, finding["fix"])
+    return (finding["code"], finding["where"], finding["seen"], finding["expected"], finding["fix"])
+
+
+def finding_text(finding: dict) -> str:
+    """A finding as its check printed it (verdict.Finding.text): what was seen, what was expected, the fix."""
+    if finding["severity"] == "not-checked":
+        return (f"[{finding['code']}] {finding['where']}: could not check: {finding['seen']}; expected {finding['expected']}\n"
+                f"  check by hand: {finding['fix']}")
+    return f"[{finding['code']}] {finding['where']}: saw {finding['seen']}; expected {finding['expected']}\n  fix: {finding['fix']}"
+
+
+@dataclass
+class Cause:
+    """One reason checks failed or could not look, and every check it failed or stopped (test id -> outcome)."""
+
+    key: tuple
+    lead: dict | None  # the finding that states it (a failure's before a not-checked one's); None: a failure's own text
+    text: str
+    node: str = ""
+    tests: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        """[code] node, or a failure's first line when it has no finding."""
+        if self.lead is not None:
+            return f"[{self.lead['code']}] {self.node}"
+        return (self.text.splitlines() or ["(no message)"])[0][:120]
+
+    @property
+    def failed(self) -> bool:
+        return any(o in ("failed", "error") for o in self.tests.values()) and (self.lead is None or self.lead["severity"] != "not-checked")
+
+    def checks(self) -> str:
+        """The checks it failed or stopped, counted and named by function, instances counted: "3 checks on n1: failed
+        test_a; not checked test_b, test_ping (x2)" (each instance's id is in the report's table of every check)."""
+        parts = []
+        for label, outcomes in (("failed", ("failed", "error")), ("not checked", ("not checked",))):
+            names: dict[str, int] = {}
+            for t, o in self.tests.items():
+                if o in outcomes:
+                    name = _short(t).split("[")[0]
+                    names[name] = names.get(name, 0) + 1
+            if names:
+                parts.append(f"{label} " + ", ".join(n + (f" (x{k})" if k > 1 else "") for n, k in names.items()))
+        count = f"{len(self.tests)} check{'s' if len(self.tests) != 1 else ''}" + (f" on {self.node}" if self.node else "")
+        return f"{count}: {'; '.join(parts)}"
+
+
+def causes(run: Run) -> list[Cause]:
+    """The run's failures and not-checked items by cause, each cause once: failures first, then in the order the run met
+    them. A failed check with no finding (an error of the check or the suite) is a cause of its own, by its text."""
+    found: dict[tuple, Cause] = {}
+    for test, outcome in run.outcomes.items():
+        if outcome not in ("failed", "error", "not checked"):
+            continue
+        findings = [f for f in run.findings.get(test, []) if f.get("severity") in ("failure", "not-checked")]
+        if not findings:
+            text = run.messages.get(test, "").strip()
+            found.setdefault(("message", text), Cause(("message", text), None, text)).tests[test] = outcome
+            continue
+        for f in findings:
+            key = cause_key(f)
+            cause = found.setdefault(key, Cause(key, f, finding_text(f), node_of(f["where"])))
+            if cause.lead["severity"] == "not-checked" and f["severity"] == "failure":
+                cause.lead, cause.text = f, finding_text(f)
+            cause.tests[test] = outcome
+    return sorted(found.values(), key=lambda c: not c.failed)  # stable: the run's order within each
+
+
+def skips(run: Run) -> dict[str, list[str]]:
+    """Skipped checks by their reason (one line for the checks that need a second node, not one per check)."""
+    out: dict[str, list[str]] = {}
+    for t, o in run.outcomes.items():
+        if o == "skipped":
+            out.setdefault(run.messages.get(t, "").strip(), []).append(t)
+    return out
+
+
+def _names(tests: list[str]) -> str:
+    """Checks by name; an id they all share ("needs-a-second-node") said once, not on each."""
+    short = [_short(t) for t in tests]
+    ids = {s[s.index("["):] if "[" in s else "" for s in short}
+    if len(short) > 1 and len(ids) == 1 and "" not in ids:
+        return ", ".join(s.split("[")[0] for s in short) + f" (each {ids.pop()})"
+    return ", ".join(short)
+
+
+def _heading(cause: Cause) -> str:
+    failed = sum(o in ("failed", "error") for o in cause.tests.values())
+    unchecked = len(cause.tests) - failed
+    return ", ".join(f"{n} {label}" for n, label in ((failed, "failed"), (unchecked, "not checked")) if n)
+
+
 def markdown(run: Run) -> str:
     c = run.counts()
     lines = [f"# gb10check report: {run.cluster}", "",
              f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(run.started))}: "
              + ", ".join(f"{n} {k}" for k, n in sorted(c.items())), ""]
-    failed = [t for t, o in run.outcomes.items() if o in ("failed", "error")]
-    lines += ["## Failures", ""] + (["None."] if not failed else [])
-    for t in failed:
-        lines += [f"### {_short(t)}", "", "```", run.messages.get(t, "").strip(), "```", ""]
-    unchecked = [t for t, o in run.outcomes.items() if o == "not checked"]
-    lines += ["", "## Not checked (could not look: neither a pass nor a fault of the cluster)", ""] + (["None."] if not unchecked else [])
-    for t in unchecked:
-        lines += [f"### {_short(t)}", "", "```", run.messages.get(t, "").strip(), "```", ""]
+    found = causes(run)
+    stopped = len({t for cause in found for t in cause.tests})
+    lines += [f"## Causes: {len(found)}, failing or stopping {stopped} checks (failures first; not checked: could not look, "
+              "neither a pass nor a fault of the cluster)", ""] + (["None."] if not found else [])
+    for i, cause in enumerate(found, 1):
+        lines += [f"### {i}. {cause.title} ({_heading(cause)})", "", "```", cause.text, "```", "", cause.checks(), ""]
     lines += ["", "## Warnings (degraded but usable)", ""] + ([f"- {w.strip()}" for w in run.warnings] or ["None."])
     lines += ["", "## Measured", "", "| what | where | value | unit |", "|---|---|---:|---|"]
     lines += [f"| {w} | {where} | {v:.2f} | {u} |" for w, where, v, u in run.measured] or ["| (nothing measured) | | | |"]
     for title, text in run.tables:
         lines += ["", f"## {title[:1].upper()}{title[1:]}", "", text]
-    skipped = [t for t, o in run.outcomes.items() if o == "skipped"]
+    skipped = skips(run)
     if skipped:
-        lines += ["", "## Skipped, with the reason", ""] + [f"- {_short(t)}: {run.messages.get(t, '').strip()}" for t in skipped]
+        lines += ["", "## Skipped, with the reason", ""]
+        lines += [f"- {reason}: {len(tests)} check{'s' if len(tests) != 1 else ''}: {_names(tests)}" for reason, tests in skipped.items()]
+    where = {t: i for i, cause in enumerate(found, 1) for t in cause.tests}
     lines += ["", "## Every check", "", "| check | outcome |", "|---|---|"]
-    lines += [f"| {_short(t)} | {o} |" for t, o in run.outcomes.items()]
+    lines += [f"| {_short(t)} | {o}{f' (cause {where[t]})' if t in where else ''} |" for t, o in run.outcomes.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -101,6 +220,7 @@ def page(run: Run) -> str:
     bw = [(where, v) for w, where, v, u in run.measured if w == "ib_write_bw"]
     tok = [(where, v) for w, where, v, u in run.measured if w == "decode_tok_s"]
     verdict = "FAILED" if failed else "NOT CHECKED" if unchecked else "PASSED"
+    found = causes(run)
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>gb10check: {esc(run.cluster)} {verdict}</title>",
@@ -110,11 +230,13 @@ def page(run: Run) -> str:
         f"<h1>gb10check: {esc(run.cluster)} <span class='{'failed' if failed else 'passed'}'>{verdict}</span></h1>",
         f"<p>{esc(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(run.started)))}: "
         + esc(", ".join(f"{n} {k}" for k, n in sorted(c.items()))) + "</p>",
-        "<h2>Failures</h2>",
+        f"<h2>Causes: {len(found)}</h2>",
     ]
-    parts += [f"<h3 class='failed'>{esc(_short(t))}</h3><pre>{esc(run.messages.get(t, '').strip())}</pre>" for t in failed] or ["<p>None.</p>"]
-    parts += ["<h2>Not checked (could not look: neither a pass nor a fault of the cluster)</h2>"]
-    parts += [f"<h3 class='warn'>{esc(_short(t))}</h3><pre>{esc(run.messages.get(t, '').strip())}</pre>" for t in unchecked] or ["<p>None.</p>"]
+    for i, cause in enumerate(found, 1):
+        parts += [f"<h3 class='{'failed' if cause.failed else 'warn'}'>{i}. {esc(cause.title)} ({esc(_heading(cause))})</h3>",
+                  f"<pre>{esc(cause.text)}</pre><p>{esc(cause.checks())}</p>"]
+    if not found:
+        parts.append("<p>None.</p>")
     parts += ["<h2>Warnings (degraded but usable)</h2>"]
     parts += [f"<pre class='warn'>{esc(w.strip())}</pre>" for w in run.warnings] or ["<p>None.</p>"]
     parts += ["<h2>Measured</h2><table><tr><th>what</th><th>where</th><th>value</th><th>unit</th></tr>"]
@@ -125,9 +247,16 @@ def page(run: Run) -> str:
         parts.append("<h2>Plots</h2>")
     parts += [bar_chart("RDMA write bandwidth per logical link (ib_write_bw)", bw, "Gb/s", run.thresholds.get("ib_write_bw")),
               bar_chart("Decode tok/s per repetition", tok, "tok/s", run.thresholds.get("decode_tok_s"))]
+    skipped = skips(run)
+    if skipped:
+        parts += ["<h2>Skipped, with the reason</h2><ul>"]
+        parts += [f"<li>{esc(reason)}: {len(tests)} check{'s' if len(tests) != 1 else ''}: {esc(_names(tests))}</li>"
+                  for reason, tests in skipped.items()]
+        parts += ["</ul>"]
+    where = {t: i for i, cause in enumerate(found, 1) for t in cause.tests}
     parts += ["<h2>Every check</h2><table><tr><th>check</th><th>outcome</th></tr>"]
     for t, o in run.outcomes.items():
-        reason = f" ({esc(run.messages.get(t, '').strip()[:200])})" if o in ("skipped", "not checked") else ""
+        reason = f" (cause {where[t]})" if t in where else ""
         parts.append(f"<tr><td>{esc(_short(t))}</td><td class='{o.replace(' ', '-')}'>{o}{reason}</td></tr>")
     parts += ["</table></body></html>"]
     return "\n".join(p for p in parts if p) + "\n"

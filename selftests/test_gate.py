@@ -167,6 +167,45 @@ def test_each_stage_is_recorded_by_its_own_full_run_and_both_open_the_gate(suite
     assert other.returncode == 1 and "another version" in other.stderr
 
 
+PAIR_CHECKS = '''
+import pytest
+
+
+@pytest.mark.preflight
+def test_same_as_head(follower, head):
+    assert follower.name != head.name
+
+
+@pytest.mark.network
+def test_port_reached(path, required_port):
+    assert path.src.name != path.dst.name
+'''
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["plain", "xdist"])
+def test_a_one_node_cluster_lists_its_pair_checks_once_and_its_full_run_opens_the_gate(suite, tmp_path, xdist):
+    (suite / "tests" / "test_pair.py").write_text(PAIR_CHECKS)
+    cluster = local_cluster(tmp_path)
+    run = pytest_run(suite, cluster, "-ra", f"--report-dir={tmp_path / 'out'}", *xdist)
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    # Once, by name, with the reason (folded to the terminal's width): never "got empty parameter set" or a [NOTSET] item.
+    said = " ".join(out.split()).split("gb10check: needs a second node (the cluster file names one): 2 checks not run: ")
+    assert len(said) == 2 and sorted(said[1].split(" gb10check report")[0].split(", ")) == ["test_port_reached",
+                                                                                            "test_same_as_head"], out
+    assert [l for l in out.splitlines() if "second node" in l and l.startswith("SKIPPED")] == [
+        f"SKIPPED [2] {os.path.relpath(cluster, suite)}: needs a second node (the cluster file names one)"], out
+    assert "NOTSET" not in out and "empty parameter set" not in out
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "NOTSET" not in md and [l for l in md.splitlines() if "second node" in l] in (
+        [f"- needs a second node (the cluster file names one): 2 checks: {a}, {b} (each [needs-a-second-node])"]
+        for a, b in (("test_same_as_head", "test_port_reached"), ("test_port_reached", "test_same_as_head"))), md
+    # Run and counted as skipped, never deselected: the one-node cluster's full run is full, and it opens the gate.
+    assert "passed, recorded in" in out and "partial" not in out, out
+    assert {s: r["full"] for s, r in stage.records(cluster).items()} == {"preflight": True, "network": True}
+    assert gate(cluster).returncode == 0
+
+
 def test_a_passing_network_run_never_overwrites_a_failing_preflight_record(suite, tmp_path):
     cluster = local_cluster(tmp_path)
     pre = pytest_run(suite, cluster, "-m", "preflight", bad="driver")

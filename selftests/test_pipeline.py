@@ -32,11 +32,11 @@ def sample_run() -> Run:
 
 def test_markdown_puts_failures_first_with_their_fix_and_warnings_apart():
     md = markdown(sample_run())
-    assert md.index("## Failures") < md.index("## Warnings") < md.index("## Measured") < md.index("## Every check")
+    assert md.index("## Causes") < md.index("## Warnings") < md.index("## Measured") < md.index("## Every check")
     assert "saw 41.30 Gb/s; expected >= 90 Gb/s\n  fix: check the cable" in md
     assert "- [link-speed] b:l0: saw 100000 Mb/s" in md
     assert "| ib_write_bw | a:l1--b:l1 | 41.30 | Gb/s |" in md
-    assert "- test_nccl_all_gather: mpirun and all_gather_perf not on PATH on a" in md
+    assert "- mpirun and all_gather_perf not on PATH on a: 1 check: test_nccl_all_gather" in md
     assert "1 failed, 2 passed, 1 skipped" in md
 
 
