@@ -28,6 +28,7 @@ a prerequisite that failed) are told once: one entry each in the terminal summar
 failed or stopped named; in JUnit the testsuite lists them (`gb10check.cause`) and each testcase names its own.
 """
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -275,32 +276,36 @@ def _remote_finding(exc: RemoteError) -> Finding:
     return Finding(code, name, str(exc), "the command to complete", command=exc.command or "the command")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item):
-    with recording() as warned:  # the Degraded findings report() gives, as data for makereport
+@contextlib.contextmanager
+def _as_a_check(item: pytest.Item):
+    """Around a check's setup and call: an unreachable node or a command that timed out is NOT CHECKED in one paragraph,
+    not a paramiko traceback; the Degraded findings report() gives are kept as data for makereport."""
+    with recording() as warned:
         try:
-            return (yield)
+            yield
         except RemoteError as exc:
             report([_remote_finding(exc)])
         finally:
             item.stash[WARNED_KEY] = item.stash.get(WARNED_KEY, []) + warned
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    with _as_a_check(item):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    # A check reads only the facts it declared; an unreachable node or a command that timed out: NOT CHECKED in one
-    # paragraph, not a paramiko traceback.
+    # A check reads only the facts it declared.
     ours = stage_of(item.keywords) is not None and CLUSTER_KEY in item.config.stash
     token = registry.declared(declared_facts(item), item.config.stash[CLUSTER_KEY]) if ours else None
-    with recording() as warned:
-        try:
+    try:
+        with _as_a_check(item):
             return (yield)
-        except RemoteError as exc:
-            report([_remote_finding(exc)])
-        finally:
-            item.stash[WARNED_KEY] = item.stash.get(WARNED_KEY, []) + warned
-            if token is not None:
-                registry.undeclare(token)
+    finally:
+        if token is not None:
+            registry.undeclare(token)
 
 
 @pytest.hookimpl(wrapper=True)
