@@ -133,8 +133,8 @@ def gate(cluster_file: Path, max_age_s: float, override: str | None = None, say=
 
     try:
         waivers = {w.code.value: w.reason for w in load_cluster(cluster_file).gate.waive}
-    except ClusterError as exc:
-        ok, lines = False, [f"invalid cluster file: {exc}"]
+    except ClusterError as exc:  # one line per mistake, each said as the gate's
+        ok, lines = False, [f"invalid cluster file: {line}" for line in str(exc).splitlines() if line.strip()]
     else:
         ok, lines = check(cluster_file, max_age_s, waivers)
     if ok:
