@@ -155,7 +155,7 @@ def image(out: Output) -> Image:
     raise Unreadable(f"`{out.command}` exited {out.rc}: {last_line(out)}")
 
 
-def image_present(img: Image, cluster_image: str = "") -> Image:
+def image_present(img: Image) -> Image:
     if img.info is None:
         raise Unreadable("the deployment image is not on the node", Code.PREREQUISITE, check="test_image")
     return img
