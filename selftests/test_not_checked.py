@@ -92,9 +92,12 @@ def cluster_file(sshd, directory: Path, **ssh) -> Path:
 
 
 def run_suite(*args, cwd: Path = REPO, report: str = "-rA") -> subprocess.CompletedProcess:
-    # This checkout's gb10check first, wherever pytest runs (cwd comes first on sys.path only in the checkout); 80 columns.
+    # This checkout's gb10check first, wherever pytest runs (cwd comes first on sys.path only in the checkout); an
+    # interactive terminal of 80 columns wherever the self-tests run: on a CI runner (CI or BUILD_NUMBER set) pytest
+    # prints each failure's whole message again in its short summary.
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", report, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "80"})
+                          text=True, timeout=180, env={**env, "PYTHONPATH": str(REPO), "COLUMNS": "80"})
 
 
 def flat(text: str) -> str:
