@@ -353,7 +353,7 @@ class Deploy(Strict):
     # image (a machine without docker; its own torch is then what is measured). null: in the image, with --gpus all.
     canary_python: str | None = None
     nccl: "NcclPin | None" = None  # the libnccl torch in the image must load (test_image_nccl); null: equal to rank 0's only
-    executor: str = "mp"  # mp | ray (see EXECUTORS); README: "Choosing the executor"
+    executor: str = "mp"  # mp | ray (see EXECUTORS); docs/ray.md
     ray: RaySettings = RaySettings()  # used with executor: ray
 
     @field_validator("executor")

