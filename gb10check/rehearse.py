@@ -22,6 +22,7 @@ def run_stage(cluster: Path, out: Path, name: str, marker: str) -> int:
     argv = [sys.executable, "-m", "pytest", *suite.pytest_argv(marker, str(cluster), [
         "-p", "no:cacheprovider", "-q", f"--report-dir={out / name}", f"--junitxml={out / name / 'junit.xml'}"])]
     print(f"== {name}: pytest -m \"{marker}\"", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
     return subprocess.run(argv, cwd=out, timeout=1800).returncode  # a stage that hangs ends the rehearsal, named by its stage
 
 

@@ -113,14 +113,23 @@ def test_wheel_in_a_fresh_environment_beside_another_project(tmp_path):
     assert pyargs.returncode == 0, pyargs.stdout + pyargs.stderr
     assert len(collected(pyargs.stdout)) == len(collected(everything.stdout)) > len(collected(clone.stdout))
 
-    probe = ("import gb10check, json, sys; from gb10check import cli, suite; from gb10check.sim import provision;"
+    # rehearse's stage runner runs the installed suite from the rehearsal's folder (here every check deselected: no sim).
+    stage = ("import sys; from pathlib import Path; from gb10check import rehearse;"
+             "sys.exit(rehearse.run_stage(Path('cluster.yaml').resolve(), Path('rehearsal').resolve(), 'probe', 'preflight and not preflight'))")
+    rehearsed = run([bin_dir / "python", "-c", stage], user, env)
+    assert rehearsed.returncode == 5 and f"{len(collected(everything.stdout))} deselected" in rehearsed.stdout, rehearsed.stdout + rehearsed.stderr
+    assert (user / "rehearsal" / "probe" / "junit.xml").is_file()
+    assert not list(site.glob("gb10check/.pytest_cache"))
+
+    # At the lowest versions the package imports without a warning (pydantic's protected namespaces, paramiko's ciphers).
+    probe = ("import gb10check, json, sys; from gb10check import cli, remote, suite; from gb10check.sim import provision;"
              "assert gb10check.__file__.startswith(sys.argv[1]) and suite.installed(), gb10check.__file__;"
              "assert (provision.ASSETS / 'chat_template.jinja').is_file();"
              "from gb10check.cluster import Expect, known_profiles, PROFILES_DIR;"
              "assert str(PROFILES_DIR).startswith(sys.argv[1]) and known_profiles() == ['gb10', 'h200', 'sim'], known_profiles();"
              "assert (Expect().min_tflops, Expect(profile='sim').min_tflops) == (60, 0.01);"
              "print(json.dumps({'ready': provision.ready()}))")
-    probed = run([bin_dir / "python", "-c", probe, site], user, env)
+    probed = run([bin_dir / "python", "-W", "error", "-c", probe, site], user, env)
     assert probed.returncode == 0, probed.stderr[-2000:]
     listed = run([gb10check, "parse", "--list"], user, env)
     assert listed.returncode == 0 and "ibdev2netdev" in listed.stdout and "perftest" in listed.stdout, listed.stdout + listed.stderr
