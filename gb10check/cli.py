@@ -10,7 +10,7 @@ import re
 import signal
 import sys
 
-from . import facts, suite, version
+from . import facts, version
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -41,6 +41,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from . import suite
+
     path = Path(args.path)
     if path.exists() and not args.force:
         print(f"gb10check init: {path} exists; edit it, or write another path (--force overwrites it)", file=sys.stderr)
@@ -59,9 +61,17 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     import subprocess
 
-    marker = f"{args.stage} and ({args.marker})" if args.marker else args.stage
+    from . import suite
+
+    # After the stage everything is pytest's but gb10check's own --cluster and -m, read here.
+    late = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    late.add_argument("--cluster")
+    late.add_argument("-m", dest="marker")
+    got, rest = late.parse_known_args(args.pytest_args)
+    cluster, narrower = got.cluster or args.cluster, got.marker or args.marker
+    marker = f"{args.stage} and ({narrower})" if narrower else args.stage
     try:
-        argv = [sys.executable, "-m", "pytest", *suite.pytest_argv(marker, args.cluster, args.pytest_args)]
+        argv = [sys.executable, "-m", "pytest", *suite.pytest_argv(marker, cluster, rest)]
     except suite.SuiteMissing as exc:
         print(f"gb10check check: {exc}", file=sys.stderr)
         return 2
@@ -95,15 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default="cluster.yaml", help="the file to write (default ./cluster.yaml)")
     p.add_argument("--force", action="store_true", help="overwrite the file if it exists")
     p.set_defaults(func=cmd_init)
+    from .suite import STAGES
+
     p = sub.add_parser("check", allow_abbrev=False, help="run a stage of the suite's checks (pytest; its options pass through)",
                        description="Run one stage of the suite's checks: pytest with the suite's ini, markers and plugin. "
                                    "Any option gb10check does not know is pytest's (-n 4, -k EXPR, -x, --junitxml=FILE, "
                                    "--report-dir=DIR ...).")
-    p.add_argument("stage", choices=suite.STAGES, help="the stage (a pytest marker)")
+    p.add_argument("stage", choices=STAGES, help="the stage (a pytest marker)")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.add_argument("-m", dest="marker", metavar="EXPR", help="narrow the stage further: runs -m 'STAGE and (EXPR)' "
                                                              "(e.g. -m 'not slow'; a partial run, the gate stays shut)")
-    p.set_defaults(func=cmd_check, passthrough=True)
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest's options (and --cluster, -m), after the stage")
+    p.set_defaults(func=cmd_check)
     p = sub.add_parser("parse", help="print what the suite reads from a tool's output, as JSON")
     p.add_argument("kind", nargs="?", help="what the text is (see --list; a tool's dashes may stand for underscores)")
     p.add_argument("file", nargs="?", help="file to read; - or nothing for standard input")
@@ -592,11 +605,7 @@ def cmd_profile_snapshot(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `gb10check parse ... | head` ends quietly
-    parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
-    if rest and not getattr(args, "passthrough", False):
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    args.pytest_args = rest
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 
