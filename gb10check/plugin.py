@@ -80,8 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # pytest picks its root before plugins add options, so it took PATH for a test path.
         raise pytest.UsageError(f"write --cluster={given} (with '='): with a space, pytest takes the path for a test path, "
                                 f"picks {config.rootpath} as its root and misses gb10check's pytest.ini")
-    config.addinivalue_line("markers", "gb10check_reads(*facts): the facts a check reads (gb10check.gather.reads)")
     suite_markers(config)
+    config.addinivalue_line("markers", "gb10check_reads(*facts): the facts a check reads (gb10check.gather.reads)")
     config.stash[RECORDER_KEY] = recorder = Recorder(config)
     config.pluginmanager.register(recorder, "gb10check-recorder")
     if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None) and not getattr(config.option, "testrunuid", None):
