@@ -403,20 +403,22 @@ def test_different_usernames_fails_that_node_and_only_it(bed):
     results = outcomes_under("different-usernames").results
     for test_id, outcome in results.items():
         if outcome.outcome == "failed":  # every failure is that node's, and says why
-            assert re.search(rf"\[ssh-user\] {B}: saw login as 'lenovo' refused|\[ssh-mesh\] {A}->{B}: .*Permission denied|"
+            assert re.search(rf"\[ssh-key-refused\] {B}: saw node {B} at {re.escape(mgmt_ip(1))}: login as 'lenovo' with "
+                             rf"\S+ refused \(Authentication failed\)|\[ssh-mesh\] {A}->{B}: .*Permission denied|"
                              rf"\[nccl-run\] .*ORTE was unable",
                              outcome.message), outcome.message
         if re.search(rf"\[{B}[\]:]", test_id) and "test_ssh_user" not in test_id:  # its other checks could not look
             if outcome.outcome == "skipped" and "unreachable" not in outcome.message:
                 continue  # skipped before looking at any node (the profile asks nothing of it, e.g. no driver_version)
             assert outcome.outcome == "not checked", (test_id, outcome)
-            assert re.match(rf"\[unreachable\] {B}: could not check: node {B} unreachable at {re.escape(mgmt_ip(1))}: Authentication failed",
-                            outcome.message), outcome.message
+            assert re.match(rf"\[ssh-key-refused\] {B}: could not check: node {B} at {re.escape(mgmt_ip(1))}: login as "
+                            rf"'lenovo' with \S+ refused \(Authentication failed\)", outcome.message), outcome.message
         if B not in test_id and "test_nccl" not in test_id:  # no check that does not touch it (NCCL runs on all nodes)
             assert outcome.outcome in ("passed", "skipped"), (test_id, outcome.message)
     assert results[f"{PF}/test_identity.py::test_ssh_user[{B}]"].outcome == "failed"  # its one failure
     user = results[f"{PF}/test_identity.py::test_ssh_user[{B}]"].message
-    assert f"fix: create user lenovo on {B} (NVIDIA's cluster scripts need the same user name on every node)" in user
+    assert re.search(rf"fix: {B} refused lenovo with the runner's key \(\S+\): the account lenovo must exist on {B} "
+                     r"\(NVIDIA's cluster scripts need the same user name on every node\)", user), user
 
 
 def test_link_speed_warning(bed):

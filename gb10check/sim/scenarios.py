@@ -139,7 +139,7 @@ SCENARIOS = {s.name: s for s in [
              proves=("test_link_speed:link-speed",)),
     Scenario("different-usernames", "rank 1: the account is 'nvidia', not 'lenovo'",
              (Step(1, shell="pkill -u lenovo; usermod -l nvidia -d /home/nvidia -m lenovo"),),
-             proves=("test_ssh_user:ssh-user", "test_ssh_mesh:ssh-mesh", "test_nccl_all_gather:nccl-run")),
+             proves=("test_ssh_user:ssh-key-refused", "test_ssh_mesh:ssh-mesh", "test_nccl_all_gather:nccl-run")),
     Scenario("ssh-not-passwordless", "rank 1: the shared cluster key is not in authorized_keys (nodes cannot ssh in)",
              (Step(1, shell="sed -i '/gb10sim-shared-cluster-key/d' /home/lenovo/.ssh/authorized_keys"),),
              proves=("test_nccl_all_gather:nccl-run", "test_ssh_mesh:ssh-mesh")),
