@@ -435,9 +435,9 @@ REMEDIES: dict[Code, str] = {
                   "(`gb10check parse {kind} FILE` shows what the suite reads from a saved output)",
     Code.DRY_RUN_FAILED: "run `{command}` on {node} by hand and read why the dry run could not start",
     Code.TOOL_MISSING: "install {package} on {node} (it provides `{tool}`), then run the checks again",
-    Code.SUDO_REFUSED: "let {user} run sudo without a password on {node}: sudo visudo -f /etc/sudoers.d/gb10check and "
-                       "write the line `{user} ALL=(ALL) NOPASSWD: ALL` (visudo checks it; mode 440), or connect as root; "
-                       "then run the checks again",
+    Code.SUDO_REFUSED: "let {user} run sudo without a password on {node}: sudo visudo -f /etc/sudoers.d/zz-gb10check and "
+                       "write the line `{user} ALL=(ALL) NOPASSWD: ALL` (visudo checks it; sudo follows the last line that "
+                       "matches, and zz- reads after the other drop-ins), or connect as root; then run the checks again",
     Code.SUDO_MISSING: "install sudo on {node} (apt install sudo) and give the SSH user passwordless sudo, or connect as root",
     Code.NO_RDMA: "on {node}: `ls /sys/class/infiniband` and `lspci -d 15b3:` should list the ConnectX-7; load its driver "
                   "(sudo modprobe mlx5_ib) or reseat the card, then run the checks again",

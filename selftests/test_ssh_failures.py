@@ -266,7 +266,7 @@ def test_sudo_asking_for_a_password_prints_the_sudoers_line_that_fixes_it(tmp_pa
         section = flat(causes_section(first.stdout))
         assert f"[sudo-refused] {node}: could not check: sudo -n asked for a password to run `id -u`" in section, section
         line = re.search(rf"check by hand: let {sshd.user} run sudo without a password on {node}: sudo visudo -f "
-                         r"/etc/sudoers\.d/gb10check and write the line `([^`]+)`", section)
+                         r"/etc/sudoers\.d/zz-gb10check and write the line `([^`]+)`", section)
         assert line and line[1] == f"{sshd.user} ALL=(ALL) NOPASSWD: ALL", section
         sshd.sudoers(line[1])  # the printed line, installed: the check now looks and passes
         second = run()
