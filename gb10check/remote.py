@@ -33,6 +33,7 @@ from testinfra.backend.paramiko import ParamikoBackend
 
 from .cluster import Node, Ssh
 from .remedies import Code
+from .remedies import fix as remedy
 
 
 class RemoteError(Exception):
@@ -64,6 +65,11 @@ class NodeUnreachable(RemoteError):
         self.params = {**reach_params(node), **self.params}  # a failure read back from another worker has none of its own
         return super().at(node, command)  # type: ignore[return-value]
 
+    @property
+    def fix(self) -> str:
+        """Its kind's fix, filled in (for a helper's one-line error; a check's finding carries the same)."""
+        return remedy(self.code, **self.params)
+
     def named(self, node: "RemoteNode") -> "NodeUnreachable":
         """The same failure, its message led by the node's name and address."""
         where = "at" if self.reached else "unreachable at"
@@ -76,7 +82,7 @@ def reach_params(node: "RemoteNode") -> dict[str, Any]:
     if spec is None or ssh is None:
         return {}
     port = spec.ssh_port or ssh.port
-    return {"address": spec.address, "port": port, "user": ssh.user, "known_hosts": ssh.known_hosts,
+    return {"node": spec.name, "address": spec.address, "port": port, "user": ssh.user, "known_hosts": ssh.known_hosts,
             "kh_name": spec.address if port == 22 else f"[{spec.address}]:{port}", "identity": ssh.identity_file}
 
 

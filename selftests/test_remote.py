@@ -139,6 +139,7 @@ def test_a_connection_lost_mid_run_is_node_unreachable(sshd):
     exc = caught.value
     assert type(exc) is NodeUnreachable and exc.code == Code.NODE_UNREACHABLE
     assert str(exc).startswith("node pgx-a unreachable at 127.0.0.1: "), str(exc)
+    assert exc.fix.startswith(f"the SSH connection to pgx-a (127.0.0.1:{sshd.port}) broke")  # for the helpers' one line
     text = _remote_finding(exc).text
     assert text.startswith(f"[node-unreachable] pgx-a: could not check: node pgx-a unreachable at 127.0.0.1: "), text
     assert (f"check by hand: the SSH connection to pgx-a (127.0.0.1:{sshd.port}) broke: check that pgx-a is still up "
