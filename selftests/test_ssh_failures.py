@@ -219,6 +219,13 @@ def test_a_refused_key_names_the_account_and_the_key(sshd, tmp_path, who):
         assert make_node(sshd, **overrides).output("echo in") == "in\n"
 
 
+def test_a_login_as_another_user_than_configured():
+    [finding] = judge_ssh_user("pgx-b", "lenovo", "nvidia", None)
+    assert finding.code == Code.SSH_USER and finding.text.startswith(
+        "[ssh-user] pgx-b: saw logged in as 'nvidia'; expected user 'lenovo'\n  fix: create user lenovo on pgx-b")
+    assert judge_ssh_user("pgx-b", "lenovo", "lenovo", None) == []
+
+
 def test_every_kind_has_its_own_fix():
     fixes = [REMEDIES[c] for c in REACH | {Code.SUDO_REFUSED}]
     assert len(set(fixes)) == len(fixes) == 9
