@@ -286,11 +286,8 @@ def stage_of(keywords) -> str | None:
 def _remote_finding(exc: RemoteError) -> Finding:
     node = exc.node
     name = node.name if node is not None else "node"
-    if isinstance(exc, NodeUnreachable):
-        ssh = node.ssh if node is not None else None
-        return Finding(Code.UNREACHABLE, name, str(exc), "an SSH session", user=ssh.user if ssh else "USER",
-                       address=node.spec.address if node is not None else "ADDRESS",
-                       port=(node.spec.ssh_port or ssh.port) if node is not None else 22)
+    if isinstance(exc, NodeUnreachable):  # its own kind's code and fix; not checked here, the reachability check's failure
+        return Finding(exc.code, name, str(exc), "an SSH session", unchecked=True, **exc.params)
     code = Code.COMMAND_TIMEOUT if isinstance(exc, CommandTimeout) else Code.COMMAND_FAILED
     return Finding(code, name, str(exc), "the command to complete", command=exc.command or "the command")
 
