@@ -235,7 +235,8 @@ class Watch(threading.Thread):
     """Side sampler: the deployment's MemoryWatchdog on every node the whole time; every FULL_CHECK_S each rank's
     container state and new log lines. Sets `fired` when something ends the run."""
 
-    def __init__(self, cluster: Cluster, launcher, floor_gib: float, poll_s: float, t0: float, clock=time.monotonic):
+    def __init__(self, cluster: Cluster, launcher, floor_gib: float, poll_s: float, t0: float, clock=time.monotonic, sleep=None):
+        """`clock` and `sleep` are the watch's time (a self-test scripts both); `sleep` defaults to a wait that stop() ends."""
         super().__init__(daemon=True, name="gb10check-soak-watch")
         self.cluster, self.launcher, self.poll_s, self.t0, self.clock = cluster, launcher, poll_s, t0, clock
         self.order = [n.name for n in cluster.by_rank()]
@@ -245,6 +246,7 @@ class Watch(threading.Thread):
         self.done = threading.Event()
         self.since: dict[str, float | None] = {}
         self.cause: str | None = None
+        self.sleep = sleep or self.done.wait
 
     def start_logs(self) -> None:
         """Each node's clock now: its log is read from here on (what was logged before the run is not the run's)."""
@@ -321,7 +323,7 @@ class Watch(threading.Thread):
             if self.clock() - last_full >= FULL_CHECK_S:
                 last_full = self.clock()
                 self.ranks()
-            self.done.wait(self.poll_s)
+            self.sleep(self.poll_s)
 
     def stop(self) -> None:
         self.done.set()

@@ -106,8 +106,9 @@ def test_health_without_a_first_token_is_a_stall_and_every_rank_stops(api_with, 
     api = api_with("hang")
     rec, text, said, launcher = run_deploy(api, tmp_path, stall_s=3)
     assert rec is None and "startup stalled: http://127.0.0.1:" in text
-    assert re.search(r"/health answers but a first one-token completion got no answer in [3-6] s; likely causes: a rank hung "
-                     r"at its first collective", text), text
+    found = re.search(r"/health answers but a first one-token completion got no answer in (\d+) s; likely causes: a rank hung "
+                      r"at its first collective", text)
+    assert found and int(found[1]) >= 3, text  # not before the limit (how soon after: test_watches_on_their_clock)
     assert f"stopped every rank ({A}: stopped; {B}: stopped)" in text
     assert json.loads((tmp_path / "deployment.json").read_text())["outcome"] == "failed"
 

@@ -282,16 +282,17 @@ def down(launcher: ComposeLauncher, order: list[str], say=print) -> bool:
 
 
 def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeout_s: float | None = None,
-           ready_timeout_s: float = 1800) -> Record:
+           ready_timeout_s: float = 1800, clock=time.monotonic, sleep=time.sleep) -> Record:
+    """`clock` and `sleep` are the watch's time (a self-test scripts both: selftests/test_watches_on_their_clock.py)."""
     d = cluster.deploy
     wd = d.watchdog
     stall = stall_timeout_s if stall_timeout_s is not None else wd.stall_timeout_s
     order = [n.name for n in cluster.by_rank()]
     rec = Record(d.model_id, order)
-    t0 = time.monotonic()
+    t0 = clock()
 
     def mark(stage: str) -> None:
-        rec.stages[stage] = round(time.monotonic() - t0, 1)
+        rec.stages[stage] = round(clock() - t0, 1)
         record_path.write_text(json.dumps(rec.__dict__, indent=1) + "\n")
 
     def stop_all(kill: bool) -> str:
@@ -304,7 +305,7 @@ def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeo
         raise DeployFailed(rec.reason)
 
     try:
-        return _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, stall, ready_timeout_s, t0)
+        return _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, stall, ready_timeout_s, t0, clock, sleep)
     except DeployFailed as exc:
         if rec.outcome == "running":  # a rank that would not start: the ranks already started must not stay up alone
             fail(str(exc), kill=False)
@@ -314,7 +315,7 @@ def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeo
         raise
 
 
-def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, stall, ready_timeout_s, t0) -> Record:
+def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, stall, ready_timeout_s, t0, clock, sleep) -> Record:
     d = cluster.deploy
     wd = d.watchdog
     for n in order:
@@ -329,9 +330,9 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
             say(f"starting rank {cluster.node(n).rank} on {n}: {launcher.start(n)}")
             mark(f"started {n}")
     seen: dict[str, int] = {n: 0 for n in order}
-    last_progress = time.monotonic()
+    last_progress = clock()
     url = f"http://{cluster.head.address}:{d.api_port}/health"
-    watchdog = MemoryWatchdog(launcher, order, wd.min_mem_available)
+    watchdog = MemoryWatchdog(launcher, order, wd.min_mem_available, clock=clock)
     last_full = float("-inf")
     first: FirstAnswer | None = None
     while True:
@@ -341,17 +342,17 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
             rec.stages["watchdog_reaction_s"] = crossing.reaction_s
             mark("failed")
             raise DeployFailed(rec.reason)
-        if time.monotonic() - last_full < max(FULL_CHECK_S, wd.poll_interval_s):
-            time.sleep(wd.poll_interval_s)
+        if clock() - last_full < max(FULL_CHECK_S, wd.poll_interval_s):
+            sleep(wd.poll_interval_s)
             continue
-        last_full = time.monotonic()
+        last_full = clock()
         logs = {}
         for n in order:
             log = logs[n] = read_log(launcher.log(n))
             for m in log.milestones[seen[n]:]:
-                rec.milestones.setdefault(n, {})[m.name] = round(time.monotonic() - t0, 1)
-                say(f"  {time.monotonic() - t0:6.1f} s  {n}: {m.name}")
-                last_progress = time.monotonic()
+                rec.milestones.setdefault(n, {})[m.name] = round(clock() - t0, 1)
+                say(f"  {clock() - t0:6.1f} s  {n}: {m.name}")
+                last_progress = clock()
             seen[n] = len(log.milestones)
             code = launcher.exit_code(n)
             if code is not None:
@@ -370,7 +371,7 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
                 say(f"health: {url} answers, {rec.stages['health']:.1f} s after the first start; asking for a first token")
                 first = FirstAnswer(cluster, timeout_s=stall + 30)  # the stall check below names a hang first
                 first.start()
-                last_progress = time.monotonic()
+                last_progress = clock()
         if first is not None and not first.is_alive():
             if first.status is None or first.status >= 500:
                 what = f"HTTP {first.status}: {first.error[:300]}" if first.status else first.error[:300]
@@ -382,13 +383,13 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
             say(f"serving: a first completion came back in {first.took_s:.1f} s{note}, {rec.stages['serving']:.1f} s after "
                 "the first start")
             return rec
-        stuck = time.monotonic() - last_progress
+        stuck = clock() - last_progress
         if first is not None and stuck > stall:
             fail(f"startup stalled: {url} answers but a first one-token completion got no answer in {stuck:.0f} s; "
                  "likely causes: a rank hung at its first collective (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME naming the "
                  "wrong interface, a firewall dropping the NCCL ports between nodes); read every rank's log", kill=False)
-        if stuck > stall or time.monotonic() - t0 > ready_timeout_s:
+        if stuck > stall or clock() - t0 > ready_timeout_s:
             where = ", ".join(f"{n} at '{(read_log(launcher.log(n)).last_milestone or 'no milestone')}'" for n in order)
             likely = LIKELY_STALL_RAY.format(head=order[0]) if cluster.uses_ray else LIKELY_STALL.format(port=d.master_port)
             fail(f"startup stalled: no new milestone on any rank for {stuck:.0f} s ({where}); likely causes: " + likely, kill=False)
-        time.sleep(wd.poll_interval_s)
+        sleep(wd.poll_interval_s)
