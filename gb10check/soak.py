@@ -15,7 +15,7 @@ What runs:
     chunk's arrival is timed (time to first token, inter-token gaps);
   - the stall detector (this thread): a stream with no first token within stall_limit_s (the long-context request:
     prefill_limit_s), or silent for stall_limit_s after a token, ends the run, naming the stream;
-  - the watch (its own thread): the deployment's MemoryWatchdog (gb10check.deploy.run) every watchdog.poll_interval_s
+  - the watch (its own thread): the rank watch the deploy uses too (gb10check/watch.py) every watchdog.poll_interval_s
     on every node (below the floor: every rank killed, the run ends naming the node); every FULL_CHECK_S each rank's
     container state (an exit ends the run with its last log lines) and its log since the start (vllm_log's errors:
     the hang signatures `No available shared memory broadcast block`, `Watchdog caught collective operation timeout`,
@@ -30,11 +30,10 @@ import time
 from dataclasses import dataclass, field
 
 from .cluster import Cluster
-from .deploy.run import FULL_CHECK_S, Crossing, MemoryWatchdog, read_log
-from .facts import vllm_log
 from .prompts import SAFE_CHARS_PER_TOKEN, Sizer, filler, fresh_nonce, nonce_found, user, with_nonce, cut
 from .remote import RemoteError
 from .serving import Api, ApiUnreachable, Reply
+from .watch import FULL_CHECK_S, Crossing, MemoryWatchdog, exited, read_log
 
 TICK_S = 0.25
 READ_GRACE_S = 5.0  # the client's own read timeout, past the stall limit: the detector here names the stall first
@@ -290,13 +289,9 @@ class Watch(threading.Thread):
         for n in self.order:
             rank = self.cluster.node(n).rank
             try:
-                code = self.launcher.exit_code(n)
-                if code is not None:
-                    text = self.launcher.log(n)
-                    log = read_log(text) if text.strip() else vllm_log.VllmLog()
-                    cause = log.cause
-                    self.seen.exits.append(RankExit(n, rank, code, self._at(), text.rstrip().splitlines()[-12:],
-                                                    f"{cause.hint} ({cause.text.strip()[:200]})" if cause else None))
+                gone = exited(self.launcher, n)
+                if gone is not None:
+                    self.seen.exits.append(RankExit(n, rank, gone.code, self._at(), gone.last_lines, gone.cause))
                     self._fire("rank exited")
                     continue
                 if self.since.get(n) is None:

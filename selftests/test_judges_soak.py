@@ -12,7 +12,7 @@ import pytest
 from gb10check import depth, soak
 from gb10check.checks import soak as judge
 from gb10check.cluster import load_cluster
-from gb10check.deploy.run import Crossing
+from gb10check.watch import Crossing
 from gb10check.remedies import Code
 from gb10check.serving import Api
 

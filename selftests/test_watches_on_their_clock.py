@@ -10,8 +10,9 @@ import pytest
 
 from gb10check import soak
 from gb10check.cluster import load_cluster
-from gb10check.deploy.run import FULL_CHECK_S, DeployFailed, deploy
+from gb10check.deploy.run import DeployFailed, deploy
 from gb10check.remote import RemoteError
+from gb10check.watch import FULL_CHECK_S
 
 from .fake_openai import FakeLauncher, ScriptedClock
 

@@ -3,9 +3,9 @@
 vLLM never ends its own multi-node hangs (a follower without --headless dies while rank 0 waits
 forever; a dropped rendezvous leaves both ranks waiting), and a checkpoint too big for unified
 memory wedges a GB10 instead of failing. So the watch does what the field report did by hand:
-  - memory watchdog (`MemoryWatchdog`, shared with the soak stage): MemAvailable on every node every
-    poll_interval_s (0.5 s: a small file read over the open SSH connection); below min_mem_available on
-    any node, every node's rank is stopped at once (kill: a wedging load does not wait for TERM);
+  - memory watchdog (`MemoryWatchdog` of gb10check/watch.py, the rank watch shared with the soak stage): MemAvailable
+    on every node every poll_interval_s (0.5 s: a small file read over the open SSH connection); below
+    min_mem_available on any node, every node's rank is stopped at once (kill: a wedging load does not wait for TERM);
   - a rank that exits fails the deploy at once, with its last log lines and the known cause
     (the follower's collective_rpc assertion, the -cc hyphen, Gloo timeouts ...); the others are
     stopped too (TERM, then KILL: a hung rank 0 ignores TERM), because both must restart together;
@@ -29,13 +29,11 @@ or never joined fails the deploy, named), then `vllm serve` in rank 0's Ray cont
 
 import json
 import os
-import re
 import shlex
 import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,12 +41,12 @@ import yaml
 
 from .. import compose
 from ..cluster import Cluster
-from ..facts import vllm_log
 from ..facts._text import ParseError
 from ..facts.docker import parse_container
 from ..facts.meminfo import parse_meminfo
 from ..gather import compose_dry_run
 from ..remote import RemoteNode
+from ..watch import FULL_CHECK_S, MemoryWatchdog, exited, read_log, stop_every_rank
 
 LIKELY_STALL = ("a firewall dropping the master port {port} on a follower (ufw allow from the QSFP subnets); "
                 "GLOO_SOCKET_IFNAME / VLLM_HOST_IP naming the wrong interface; a rank that was never started")
@@ -57,19 +55,8 @@ LIKELY_STALL_RAY = ("a firewall dropping Ray's ports or the worker port range on
                     "variables to the Ray workers); a placement group that cannot be placed (`ray status` on {head})")
 
 
-LOG_PREFIX = re.compile(r"^(?:\([^)]*\)\s+)?(?:ERROR|WARNING|INFO)\s+\d\d-\d\d \S+ \[[^\]]*\]\s*")  # "(Worker pid=1) ERROR 11-30 07:36:12 [file.py:9] "
-
-
 class DeployFailed(Exception):
     pass
-
-
-def read_log(text: str) -> vllm_log.VllmLog:
-    """A rank's log so far; empty or not yet recognisable is no milestone, not an error."""
-    try:
-        return vllm_log.parse(text)
-    except vllm_log.ParseError:
-        return vllm_log.VllmLog()
 
 
 @dataclass
@@ -176,58 +163,6 @@ class ComposeLauncher:
     def close(self) -> None:
         for n in self.nodes.values():
             n.close()
-
-
-FULL_CHECK_S = 2.0  # logs, exit codes and /health: read this often, whatever the memory poll interval
-
-
-def stop_every_rank(launcher, order: list[str], kill: bool) -> str:
-    """Every rank at once: a rank that ignores TERM holds only its own grace time, not the others' too."""
-    with ThreadPoolExecutor(max_workers=len(order) or 1) as pool:
-        said = list(pool.map(lambda n: launcher.stop(n, kill=kill), order))
-    return "; ".join(f"{n}: {s}" for n, s in zip(order, said))
-
-
-@dataclass
-class Crossing:
-    """MemAvailable under the floor on one node, and what stopping every rank then said."""
-    node: str
-    gib: float
-    floor: float
-    stopped: str
-    reaction_s: float  # from the reading under the floor to every rank stopped
-
-    @property
-    def reason(self) -> str:
-        return (f"watchdog: {self.node} MemAvailable {self.gib:.1f} GiB < {self.floor:g} GiB; stopped every rank "
-                f"in {self.reaction_s:.1f} s ({self.stopped})")
-
-
-class MemoryWatchdog:
-    """The memory watchdog of every deployment and of the soak stage: `check()` reads MemAvailable on every node
-    through the launcher (rank order) and, below `floor` on any node, kills every rank at once. Each reading is kept
-    in `samples` as (monotonic time, node, GiB), so a long run can report the minimum per node."""
-
-    def __init__(self, launcher, order: list[str], floor: float, clock=time.monotonic):
-        self.launcher, self.order, self.floor, self.clock = launcher, order, floor, clock
-        self.samples: list[tuple[float, str, float]] = []
-
-    def check(self) -> Crossing | None:
-        for n in self.order:  # the watchdog first: a wedging load leaves no time for anything else
-            avail = self.launcher.mem_available_gib(n)
-            t = self.clock()
-            self.samples.append((t, n, avail))
-            if avail < self.floor:
-                stopped = stop_every_rank(self.launcher, self.order, kill=True)
-                return Crossing(n, avail, self.floor, stopped, round(self.clock() - t, 2))
-        return None
-
-    def minimum(self) -> dict[str, float]:
-        """The lowest MemAvailable seen per node (GiB)."""
-        low: dict[str, float] = {}
-        for _, n, gib in self.samples:
-            low[n] = min(gib, low.get(n, gib))
-        return low
 
 
 class FirstAnswer(threading.Thread):
@@ -354,11 +289,11 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
                 say(f"  {clock() - t0:6.1f} s  {n}: {m.name}")
                 last_progress = clock()
             seen[n] = len(log.milestones)
-            code = launcher.exit_code(n)
-            if code is not None:
-                tail = "\n".join(launcher.log(n).rstrip().splitlines()[-12:])
-                known = "".join(f"\ncause: {e.hint} ({LOG_PREFIX.sub('', e.text.strip())[:200]})" for e in log.errors[:2])
-                fail(f"{launcher.describe(n)} exited with code {code} during startup{known}\nlast log lines:\n{tail}",
+            gone = exited(launcher, n)
+            if gone is not None:
+                known = f"\ncause: {gone.cause}" if gone.cause else ""
+                tail = "\n".join(gone.last_lines)
+                fail(f"{launcher.describe(n)} exited with code {gone.code} during startup{known}\nlast log lines:\n{tail}",
                      kill=False)
         if logs[order[0]].startup_complete and first is None:  # the log just recorded: its milestones are all in rec
             try:
