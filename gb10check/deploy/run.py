@@ -28,12 +28,9 @@ or never joined fails the deploy, named), then `vllm serve` in rank 0's Ray cont
 """
 
 import json
-import os
 import shlex
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +43,7 @@ from ..facts.docker import parse_container
 from ..facts.meminfo import parse_meminfo
 from ..gather import compose_dry_run
 from ..remote import RemoteNode
+from ..serving import Api, ApiUnreachable, api_of
 from ..watch import FULL_CHECK_S, MemoryWatchdog, exited, read_log, stop_every_rank
 
 LIKELY_STALL = ("a firewall dropping the master port {port} on a follower (ufw allow from the QSFP subnets); "
@@ -166,17 +164,12 @@ class ComposeLauncher:
 
 
 class FirstAnswer(threading.Thread):
-    """One completion of one token from the served model, in the background while the watch goes on. `status` is
-    the HTTP status (None: no answer: `error` says why); `took_s` the seconds it took."""
+    """One completion of one token from the served model (serving.Api.first_token), in the background while the watch
+    goes on. `status` is the HTTP status (None: no answer: `error` says why); `took_s` the seconds it took."""
 
-    def __init__(self, cluster: Cluster, timeout_s: float):
+    def __init__(self, api: Api, model: str):
         super().__init__(daemon=True, name="gb10check-first-answer")
-        d = cluster.deploy
-        self.url = f"http://{cluster.head.address}:{d.api_port}/v1/completions"
-        self.body = json.dumps({"model": d.served_model_name, "prompt": "Hello", "max_tokens": 1}).encode()
-        key = os.environ.get(cluster.serving.api_key_env) if cluster.serving.api_key_env else None
-        self.headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
-        self.timeout_s = timeout_s
+        self.api, self.model = api, model
         self.status: int | None = None
         self.error = ""
         self.took_s = 0.0
@@ -184,13 +177,11 @@ class FirstAnswer(threading.Thread):
     def run(self) -> None:
         t = time.monotonic()
         try:
-            request = urllib.request.Request(self.url, data=self.body, headers=self.headers, method="POST")
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as r:
-                self.status = r.status
-        except urllib.error.HTTPError as exc:
-            self.status, self.error = exc.code, exc.read(300).decode(errors="replace").strip()
-        except (OSError, ValueError) as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
+            reply = self.api.first_token(self.model)
+            self.status = reply.status
+            self.error = "" if reply.status == 200 else reply.error
+        except ApiUnreachable as exc:
+            self.error = str(exc)
         self.took_s = round(time.monotonic() - t, 1)
 
 
@@ -266,7 +257,8 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
             mark(f"started {n}")
     seen: dict[str, int] = {n: 0 for n in order}
     last_progress = clock()
-    url = f"http://{cluster.head.address}:{d.api_port}/health"
+    api = api_of(cluster, timeout_s=stall + 30)  # the first token's bound: the stall check below names a hang first
+    url = f"{api.root}/health"
     watchdog = MemoryWatchdog(launcher, order, wd.min_mem_available, clock=clock)
     last_full = float("-inf")
     first: FirstAnswer | None = None
@@ -297,14 +289,13 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
                      kill=False)
         if logs[order[0]].startup_complete and first is None:  # the log just recorded: its milestones are all in rec
             try:
-                with urllib.request.urlopen(url, timeout=3) as r:
-                    healthy = r.status == 200
-            except OSError:
+                healthy = api.get("/health", root=True, timeout_s=3).status == 200
+            except ApiUnreachable:
                 healthy = False
             if healthy:
                 mark("health")
                 say(f"health: {url} answers, {rec.stages['health']:.1f} s after the first start; asking for a first token")
-                first = FirstAnswer(cluster, timeout_s=stall + 30)  # the stall check below names a hang first
+                first = FirstAnswer(api, d.served_model_name)
                 first.start()
                 last_progress = clock()
         if first is not None and not first.is_alive():
