@@ -4,7 +4,7 @@ watch on every rank armed the whole time. What it records is plain data, judged 
     result = soak.run(cluster, launcher, api)                 # sustained load for soak.duration_s
     result = soak.long_context(cluster, launcher, api)        # one request at ~90 % of max_model_len, a nonce to find
 
-`launcher` is the deployment's (gb10check.deploy.run.ComposeLauncher, or anything with its mem_available_gib,
+`launcher` is the deployment's (gb10check.deploy.launch.ComposeLauncher, or anything with its mem_available_gib,
 exit_code, log, clock, log_since and stop); `api` is gb10check.serving.Api. Both take `on_tick(elapsed_s, result)`,
 called about every TICK_S from the driving thread (a live self-test injects its fault from there or from its own
 thread), and `stop` (a threading.Event another thread may set to end the run early, recorded as stopped_by "stop").

@@ -1,7 +1,7 @@
 """Stand-ins for the soak driver's tests, no vLLM and no root: a small OpenAI-compatible server (stdlib http.server)
 that streams chat completions in vLLM's chunk format (as in selftests/captures/vllm_api/sim-chat-stream-include-usage.txt,
 the real vLLM's), answers vLLM's POST /tokenize, and refuses a prompt over its max_model_len with vLLM's 400; and a
-launcher with scripted node memory, container states and logs (the interface of gb10check.deploy.run.ComposeLauncher
+launcher with scripted node memory, container states and logs (the interface of gb10check.deploy.launch.ComposeLauncher
 that the soak's watch uses). Faults: a stream that stops after N tokens (held until released), a scripted memory drop,
 a container exit, a log line."""
 
