@@ -67,9 +67,9 @@ def main() -> int:
     print(f"server            {api.base_url} ({cluster.deploy.served_model_name})")
     print(f"output length     {out_len} tokens, concurrency 1, {args.runs} runs each")
     print(f"gb10check decode  {ours_decode:8.2f} tok/s (median; e2e {ours_e2e:.2f} tok/s, "
-          f"TTFT {1000 * ours['ttft_s']:.0f} ms)")
+          f"TTFT {ours['ttft_s']:.3f} s)")
     print(f"vllm bench decode {vllm_decode:8.2f} tok/s (1000 / mean TPOT {bench['mean_tpot_ms']:.2f} ms; "
-          f"output throughput {bench['output_throughput']:.2f} tok/s, mean TTFT {bench['mean_ttft_ms']:.0f} ms)")
+          f"output throughput {bench['output_throughput']:.2f} tok/s, mean TTFT {bench['mean_ttft_ms'] / 1000:.3f} s)")
     print(f"ratio             {ours_decode / vllm_decode:8.3f} (gb10check / vllm bench)")
     return 0
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from .cluster import Cluster
 from .prompts import SAFE_CHARS_PER_TOKEN, Sizer, filler, fresh_nonce, nonce_found, user, with_nonce, cut
 from .remote import RemoteError
-from .serving import Api, ApiUnreachable, Reply
+from .serving import Api, ApiUnreachable, Reply, Timed
 from .watch import FULL_CHECK_S, Crossing, MemoryWatchdog, exited, read_log
 
 TICK_S = 0.25
@@ -109,18 +109,38 @@ def settings(cluster: Cluster, **override) -> Settings:
 
 @dataclass
 class StreamRecord:
+    """One stream of the run: when it ran and how it ended. Its timings are the client's record of the stream
+    (serving.Timed, every time in seconds), read through the properties below."""
     index: int
     prompt_tokens: int  # asked for (approximate)
     started_s: float  # seconds into the run
     ended_s: float | None = None
-    ttft_s: float | None = None
-    gaps: list[float] = field(default_factory=list)  # inter-token gaps (s)
-    tokens: int = 0  # completion tokens (the server's count, else token chunks)
-    prompt_tokens_served: int | None = None  # usage.prompt_tokens
+    tokens: int = 0  # token chunks while it runs (the stall detector's count); at its end the server's count if it gave one
     error: str | None = None  # why it failed: the server's refusal, no answer, a broken stream, an error event
     aborted: bool = False  # closed by the run itself (it was ending)
-    content: str = ""
-    reasoning: str = ""
+    timed: Timed | None = None  # None: nothing came back to time
+
+    @property
+    def ttft_s(self) -> float | None:
+        return self.timed.ttft_s if self.timed else None
+
+    @property
+    def gaps(self) -> list[float]:
+        """Inter-token gaps (s)."""
+        return self.timed.gaps if self.timed else []
+
+    @property
+    def prompt_tokens_served(self) -> int | None:
+        """usage.prompt_tokens."""
+        return self.timed.stream.prompt_tokens if self.timed else None
+
+    @property
+    def content(self) -> str:
+        return (self.timed.stream.content or "") if self.timed else ""
+
+    @property
+    def reasoning(self) -> str:
+        return (self.timed.stream.reasoning or "") if self.timed else ""
 
 
 @dataclass
@@ -387,10 +407,8 @@ class _Driver:
         if reply is not None:
             rec.error = f"{reply.status}: {reply.error}" if reply.status is not None else reply.error
             return
-        rec.ttft_s, rec.gaps = timed.ttft_s, timed.gaps
+        rec.timed = timed
         rec.tokens = timed.completion_tokens or timed.token_chunks
-        rec.prompt_tokens_served = timed.stream.prompt_tokens
-        rec.content, rec.reasoning = timed.stream.content or "", timed.stream.reasoning or ""
         problems = [p for p in (timed.stream.error and f"error event: {timed.stream.error}", timed.broken) if p]
         if problems:
             rec.error = "; ".join(problems)
