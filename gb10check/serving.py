@@ -1,5 +1,7 @@
-"""Talking to the served API: chat through the `openai` client as users' applications do; /health, /metrics
-and /v1/models as plain HTTP; every request bounded by a timeout, client retries off so a failure is seen.
+"""Talking to the served API, the one way the suite, the deploy, the sim and the bench do (`api_of(cluster)`: serving.base_url,
+else rank 0's API port): chat and the deploy's first token through the `openai` client as users' applications do;
+/health, /metrics, /v1/models and /tokenize as plain HTTP (Api.get, Api.post); every request bounded by a timeout,
+client retries off so a failure is seen.
 
 What comes back is turned into the facts the judges (gb10check/checks/serving.py) read:
 - a refused request is a `Reply` (HTTP status and the body as the server sent it, read with
