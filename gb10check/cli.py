@@ -502,7 +502,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     try:
         if args.sim_command == "up":
-            print(control.up(args.nodes, args.scenario, init=args.init, executor=args.executor))
+            path = control.up(args.nodes, init=args.init, executor=args.executor)
+            if args.scenario:
+                scenarios.apply(args.scenario)
+                print(f"scenario {args.scenario} applied", file=sys.stderr)
+            print(path)
         elif args.sim_command == "down":
             control.down()
         elif args.sim_command == "status":

@@ -68,7 +68,7 @@ def test_unreachable_node_fails_fast_and_stays_failed(sshd):
         node.output("true")
     with pytest.raises(NodeUnreachable):  # the second test of this node does not wait again
         node.output("true")
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 3  # wall-clock is what "fails fast" means: refused at once, never waited for
 
 
 def test_command_timeout(sshd):
@@ -76,7 +76,7 @@ def test_command_timeout(sshd):
     start = time.monotonic()
     with pytest.raises(CommandTimeout, match=r"^pgx-a: command did not finish within 0\.5 s: sleep 5"):
         node.run("sleep 5", timeout=0.5)
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 2  # wall-clock is what a command timeout bounds: 0.5 s, not the 5 s sleep
     assert node.output("echo still usable") == "still usable\n"
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from . import control, image, model_files
+from . import control, image, model_files, serve
 from . import provision
 from .provision import MODEL_REPO
 
@@ -369,9 +369,7 @@ def apply(name: str) -> None:
             if step.shell:
                 control.node_exec(node, step.shell)
         if step.serve is not None:
-            from .serve import ensure
-
-            ensure(step.serve)
+            serve.ensure(step.serve)
     for node in names:
         control.refresh(node)
     record = control.state_dir() / "sim.json"
