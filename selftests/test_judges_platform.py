@@ -4,6 +4,7 @@ a pending reboot, driver packages open to unattended upgrades, the kernel log, R
 advisory table's own self-test (a source URL each, and a judge test here naming each by id)."""
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -187,6 +188,85 @@ def test_kernel_log_forms(line):
 def test_clean_kernel_log_passes():
     log = parse("kernel_log", "-- source: dmesg --\n")
     assert log.entries == [] and platform.judge_kernel_log("pgx-30", log) == []
+
+
+# Lines written from the kernel's and drivers' printk formats (the source of each beside its sign in checks/platform.py),
+# as dmesg prints them on a GB10 (ConnectX-7 at 0000:01:00 and 0002:01:00 behind root ports 0000:00:00.0, 0002:00:00.0).
+SIGN_LINES = [
+    ("[ 8812.402661] pcieport 0002:00:00.0: AER: Uncorrected (Fatal) error message received from 0002:01:00.0",
+     Code.KERNEL_PCIE_FATAL, False),
+    ("[ 8812.402702] mlx5_core 0002:01:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)",
+     Code.KERNEL_PCIE_FATAL, False),
+    ("[ 8812.403190] mlx5_core 0002:01:00.0: mlx5_pci_err_detected Device state = 1 pci_status: 1. Enter, pci channel state = 2",
+     Code.KERNEL_NIC_RESET, False),
+    ("[ 8813.517734] mlx5_core 0002:01:00.0: mlx5_pci_slot_reset Device state = 2 pci_status: 0. Enter", Code.KERNEL_NIC_RESET, False),
+    ("[ 6120.884512] watchdog: BUG: soft lockup - CPU#7 stuck for 26s! [python3:20417]", Code.KERNEL_LOCKUP, False),
+    ("[ 6188.002140] Watchdog detected hard LOCKUP on cpu 5", Code.KERNEL_LOCKUP, False),
+    ("[ 6242.771080] INFO: task nvidia-smi:21877 blocked for more than 122 seconds.", Code.KERNEL_HUNG_TASK, True),
+    ("[ 9301.118007] thermal thermal_zone0: acpitz: critical temperature reached", Code.KERNEL_THERMAL, False),
+    ("[ 9301.118050] reboot: HARDWARE PROTECTION shutdown (Temperature too high)", Code.KERNEL_THERMAL, False),
+    ("[ 9240.530211] mlx5_core 0000:01:00.0: temp_warn:170:(pid 0): High temperature on sensors with bit set 0 1",
+     Code.KERNEL_HOT, True),
+    ("[ 9240.600001] CPU2: Package temperature is above threshold, cpu clock is throttled (total events = 1)", Code.KERNEL_HOT, True),
+    ("[ 4021.119730] NVRM: nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051) returned from "
+     "_memdescAllocInternal", Code.KERNEL_LOG, True),
+]
+
+
+@pytest.mark.parametrize("line,code,warning", SIGN_LINES, ids=[f"{c.value}-{i}" for i, (_, c, _) in enumerate(SIGN_LINES)])
+def test_kernel_sign_fails_or_warns_with_its_fix(line, code, warning):
+    log = parse("kernel_log", f"-- source: dmesg --\n{line}\n")
+    [f] = platform.judge_kernel_log("pgx-32", log)
+    assert (f.code, f.where, f.warning) == (code, "pgx-32", warning)
+    assert f.text.startswith(f"[{code.value}] pgx-32: saw 1 {f.params['what']} line(s) in the kernel log since boot (dmesg): {line}")
+    kind = "A warning, not a failure" if warning else "A failure, not a warning"
+    assert code is Code.KERNEL_LOG or kind in f.text  # each new remedy says which it is, and why
+
+
+# Lines the signs must not take: corrected and non-fatal AER, a link coming back, the hung-task footer, a thermal
+# zone's trip points as probed at boot, a recovered mlx5 health poll.
+NEAR_MISSES = [
+    "[  412.000131] mlx5_core 0000:01:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)",
+    "[  412.000190] pcieport 0000:00:00.0: AER: Uncorrected (Non-Fatal) error message received from 0000:01:00.0",
+    "[ 5213.990451] mlx5_core 0000:01:00.0 enp1s0f0np0: Link up",
+    '[ 6242.771140] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
+    "[    3.120004] thermal LNXTHERM:00: registered as thermal_zone0",
+    "[   14.212001] mlx5_core 0002:01:00.0: mlx5_pcie_event:301:(pid 1234): PCIe slot advertised sufficient power (27W).",
+]
+
+
+@pytest.mark.parametrize("line", NEAR_MISSES)
+def test_kernel_signs_leave_near_misses(line):
+    assert platform.judge_kernel_log("pgx-32", parse("kernel_log", f"-- source: dmesg --\n{line}\n")) == []
+
+
+def test_gather_filter_keeps_every_sign_line_and_drops_the_rest():
+    """The gather's real `grep -aiE` (gather/commands.py, built from the judge's table) passes each sign's line and none
+    of the near misses: a sign the filter drops would never reach the judge."""
+    import subprocess
+
+    from gb10check.gather import commands
+
+    text = "\n".join([line for line, _, _ in SIGN_LINES] + NEAR_MISSES) + "\n"
+    out = subprocess.run(["grep", "-aiE", commands.KERNEL_LOG_SIGNS], input=text, capture_output=True, text=True, timeout=10)
+    assert out.stderr == "" and out.stdout.splitlines() == [line for line, _, _ in SIGN_LINES]
+    assert f"grep -aiE {shlex.quote(commands.KERNEL_LOG_SIGNS)}" in commands.KERNEL_LOG
+
+
+def test_nv_err_no_memory_stays_a_counted_warning():
+    """NV_ERR_NO_MEMORY is printed on healthy starts too (vLLM issue 56824): however many, a warning that counts them."""
+    lines = [f"[ {4021.119730 + i:.6f}] NVRM: nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] "
+             "(0x00000051) returned from _memdescAllocInternal" for i in range(7)]
+    [f] = platform.judge_kernel_log("pgx-32", parse("kernel_log", "-- source: dmesg --\n" + "\n".join(lines) + "\n"))
+    assert (f.code, f.warning, f.params["what"]) == (Code.KERNEL_LOG, True, "NV_ERR_NO_MEMORY")
+    assert "saw 7 NV_ERR_NO_MEMORY line(s)" in f.text and f.text.count("NV_ERR_NO_MEMORY] (0x00000051)") == 3
+    assert "(and 4 more)" in f.text
+
+
+def test_kernel_signs_patterns_read_the_same_in_grep():
+    """Every sign's pattern is also a POSIX extended regular expression (the gather greps with it): no Perl-only syntax."""
+    for sign in platform.KERNEL_SIGNS:
+        assert not re.search(r"\\[dDsSwWbB]|\(\?", sign.pattern), sign
 
 
 # ---- RDMA error counters ------------------------------------------------------------------------

@@ -4,7 +4,7 @@ cluster and the node. Test modules hold no command strings; they read facts by n
 import shlex
 
 from .. import compose, facts
-from ..checks import model
+from ..checks import model, platform
 from ..cluster import Cluster
 
 # `path:value` per file from one grep, not a `cat` per file: a GB10's four RDMA devices hold about 3000 GID-table files.
@@ -40,8 +40,9 @@ UNATTENDED_UPGRADES = "apt-config dump Unattended-Upgrade 2>/dev/null || cat /et
 REBOOT_REQUIRED = ("if [ -e /var/run/reboot-required ]; then echo present; cat /var/run/reboot-required.pkgs 2>/dev/null; "
                    "else echo absent; fi")
 # The kernel log since boot, kept to the lines the checks judge (and a note naming its source): journalctl, else dmesg.
-KERNEL_LOG_SIGNS = r"NVRM: Xid|NV_ERR_NO_MEMORY|mlx5_core.*Link down|Out of memory|oom-kill|invoked oom-killer"
-KERNEL_LOG = ("k() { grep -aE " + shlex.quote(KERNEL_LOG_SIGNS) + " | tail -n 300; }; "
+# The filter is the judge's own table of signs (checks/platform.py), matched the same way: case-insensitively.
+KERNEL_LOG_SIGNS = "|".join(f"({sign.pattern})" for sign in platform.KERNEL_SIGNS)
+KERNEL_LOG = ("k() { grep -aiE " + shlex.quote(KERNEL_LOG_SIGNS) + " | tail -n 300; }; "
               "if journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -q .; then echo '-- source: journalctl -k -b --'; "
               "journalctl -k -b -q --no-pager -o short-monotonic | k; elif dmesg >/dev/null 2>&1; then echo '-- source: dmesg --'; "
               "dmesg | k; else echo '-- source: none --'; fi")
