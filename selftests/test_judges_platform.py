@@ -289,6 +289,88 @@ def test_rdma_error_counters_warn():
                                         ["rocep1s0f0"]) == []
 
 
+# ---- NCCL advisories, on the library the serving image's torch loads ------------------------------
+
+def h200_nccl(run: str) -> dict:
+    """Our H200's canary JSON for a run of selftests/captures/raw/gpu_canary/nccl-swap/, with the banner that run's own
+    NCCL_DEBUG=INFO all_reduce printed (the library's VERSION_STRING; canaries of that day did not read it yet)."""
+    import json
+
+    from .conftest import read_capture
+
+    ident = json.loads(read_capture(f"ours/raw/gpu_canary/nccl-swap/h200-nccl-{run}.json"))
+    banner = re.search(r"NCCL version \S+", read_capture(f"ours/raw/gpu_canary/nccl-swap/h200-nccl-{run}-allreduce.txt"))[0]
+    return {**ident, "banner": banner}
+
+
+PIP, SYSTEM = "pip", "ld-preload-system"  # the wheel's 2.28.9; the system's libnccl.so.2.28.3 in /usr/lib/x86_64-linux-gnu
+
+
+def test_real_banners_and_paths_name_the_build():
+    pip, system = h200_nccl(PIP), h200_nccl(SYSTEM)
+    assert (pip["banner"], platform.nccl_build(pip["path"])) == ("NCCL version 2.28.9+cuda13.0", "pip wheel")
+    assert (system["banner"], platform.nccl_build(system["path"])) == ("NCCL version 2.28.3+cuda13.0", "system package")
+    assert platform.nccl_dev_suffix(pip["banner"]) == "" and platform.nccl_dev_suffix(system["banner"]) == ""
+    assert platform.nccl_build("/opt/nccl/build/lib/libnccl.so.2") == "a build of its own" and platform.nccl_build(None) is None
+
+
+def test_nccl_wedge_advisory_fails_the_aarch64_pip_wheel_only():
+    a = by_id("nccl-aarch64-proxy-wedge")
+    pip = h200_nccl(PIP)
+    [f] = platform.judge_nccl_advisories("pgx-32", pip, "aarch64", None)
+    assert (f.code, f.warning, f.params["advisory"]) == (Code.KNOWN_BAD_VERSION, False, a.id)
+    assert f.text.startswith("[known-bad-version] pgx-32: saw NCCL 2.28.9, from a pip wheel (/opt/torch/.venv/lib/python3.12/"
+                             "site-packages/nvidia/nccl/lib/libnccl.so.2), on aarch64 [nccl-aarch64-proxy-wedge: a TP=2 pair "
+                             "wedges after 20-26 minutes")
+    assert "fix: make torch in the image load NCCL 2.29.3 or later" in f.text and a.source in f.text
+    assert platform.judge_nccl_advisories("h200", pip, "x86_64", None) == []  # the H200 itself: not aarch64
+    # the DGX OS build of the same release did not wedge: a system package is not the wheel
+    assert platform.judge_nccl_advisories("pgx-32", {**h200_nccl(SYSTEM), "version": "2.28.9"}, "aarch64", None) == []
+    assert platform.judge_nccl_advisories("pgx-32", {**pip, "version": "2.29.3"}, "aarch64", None) == []  # the fix
+    assert platform.judge_nccl_advisories("pgx-32", {**pip, "version": "2.29.2"}, "aarch64", None)[0].params["advisory"] == a.id
+    # a fact not given never makes it affected, nor passes as looked at by this row: no version, no path, no machine
+    assert platform.judge_nccl_advisories("pgx-32", {**pip, "version": None}, "aarch64", None) == []
+    assert platform.judge_nccl_advisories("pgx-32", {**pip, "path": None}, "aarch64", None) == []
+    assert platform.judge_nccl_advisories("pgx-32", pip, None, None) == []
+
+
+def test_nccl_2304_needs_nvls_off_in_the_serving_environment():
+    a = by_id("nccl-2.30.4-nvls")
+    ident = {**h200_nccl(PIP), "version": "2.30.4", "banner": "NCCL version 2.30.4+cuda13.0"}
+    assert platform.nccl_needs_environment(ident, "aarch64") and not platform.nccl_needs_environment(h200_nccl(PIP), "aarch64")
+    [f] = platform.judge_nccl_advisories("pgx-32", ident, "aarch64", {"NCCL_DEBUG": "WARN"})
+    assert (f.warning, f.params["advisory"]) == (False, a.id)
+    assert "saw NCCL 2.30.4, no NCCL_NVLS_ENABLE in the serving environment [nccl-2.30.4-nvls:" in f.text
+    assert "NCCL_NVLS_ENABLE=1" in platform.judge_nccl_advisories("pgx-32", ident, "aarch64", {"NCCL_NVLS_ENABLE": "1"})[0].text
+    assert platform.judge_nccl_advisories("pgx-32", ident, "aarch64", {"NCCL_NVLS_ENABLE": "0"}) == []
+    assert platform.judge_nccl_advisories("pgx-32", {**ident, "version": "2.30.5"}, "aarch64", {}) == []
+
+
+def test_nccl_development_build_warns_from_its_banner():
+    a = by_id("nccl-dev-build")
+    pip = h200_nccl(PIP)
+    for banner, suffix in (("NCCL version 2.29.0a0+cuda13.0", "a0"), ("NCCL version 2.29.0+git4f2e1c0", "+git4f2e1c0"),
+                           ("NCCL version 2.29.0-dev+cuda13.0", "-dev")):
+        assert platform.nccl_dev_suffix(banner) == suffix
+        [f] = platform.judge_nccl_advisories("h200", {**pip, "version": "2.29.0", "banner": banner}, "x86_64", None)
+        assert (f.warning, f.params["advisory"]) == (True, a.id) and f"a development build ({banner}, " in f.text
+    assert platform.nccl_dev_suffix("NCCL version 2.30.4") == ""  # newer releases end at the version
+    for banner in (None, "", "garbled"):  # no banner read: not judged a development build
+        assert platform.nccl_dev_suffix(banner) is None
+        assert platform.judge_nccl_advisories("h200", {**pip, "banner": banner}, "x86_64", None) == []
+
+
+def test_canary_reads_the_banner_from_the_library_file(tmp_path):
+    """The canary's reader on a file laid out as a library's rodata: other "NCCL version" text first, then the banner."""
+    from gb10check.canary.nccl import version_banner
+
+    lib = tmp_path / "libnccl.so.2"
+    lib.write_bytes(b"\x7fELF" + b"\0" * 60 + b"NCCL version mismatch\0" + b"NCCL version 2.28.9+cuda13.0\0tail")
+    assert version_banner(str(lib)) == "NCCL version 2.28.9+cuda13.0"
+    lib.write_bytes(b"\x7fELF" + b"\0" * 60)
+    assert version_banner(str(lib)) is None
+
+
 # ---- the advisory table itself -------------------------------------------------------------------
 
 def test_every_advisory_has_a_source_and_a_judge_test():
@@ -298,5 +380,6 @@ def test_every_advisory_has_a_source_and_a_judge_test():
         assert re.fullmatch(r"https://\S+", a.source), f"{a.id}: source is not a URL: {a.source!r}"
         assert a.what and a.symptom and a.fix, a.id
         assert f'by_id("{a.id}")' in text, f"{a.id}: no judge test names it (by_id(\"{a.id}\"))"
-        criteria = [a.kernel, a.cmdline_lacks, a.bios_before, a.driver_min, a.driver_max, a.driver_unheld or None]
+        criteria = [a.kernel, a.cmdline_lacks, a.bios_before, a.driver_min, a.driver_max, a.driver_unheld or None,
+                    a.nccl_min, a.nccl_max, a.nccl_build, a.nccl_dev or None, a.env_lacks]
         assert any(c is not None for c in criteria), f"{a.id}: affects no version"

@@ -3,7 +3,7 @@ driver packages open to unattended upgrades, the kernel log since boot and the R
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from ..advisories import ADVISORIES, Advisory, by_id
@@ -98,6 +98,82 @@ def judge_advisories(node: str, facts: Platform, advisories=ADVISORIES) -> list[
     return [Finding(Code.KNOWN_BAD_VERSION, node, f"{why} [{a.id}: {a.symptom}]", f"not {a.what}", warning=not a.fail,
                     advisory=a.id, advisory_fix=a.fix, source=a.source)
             for a in advisories if a.check is None and (why := affects(a, facts))]
+
+
+# Where a libnccl comes from, by the path torch maps it from (gb10check/canary/nccl.py's `path`): a pip wheel's
+# (.../site-packages/nvidia/nccl/lib/libnccl.so.2) or a system package's (DGX OS and NGC images: libnccl2 in
+# /usr/lib/<triplet>/); anything else is a build of its own.
+NCCL_BUILDS = (("pip wheel", re.compile(r"/(site|dist)-packages/nvidia/nccl/lib/libnccl[^/]*$")),
+               ("system package", re.compile(r"^/usr/lib/[a-z0-9_]+-linux-gnu/libnccl[^/]*$")))
+# The library's own banner (NCCL's VERSION_STRING, kept whole in the binary: "NCCL version 2.28.9+cuda13.0"; newer
+# releases end at the version): a suffix after X.Y.Z, or after "+" anything but cudaN.M, is a development build.
+NCCL_BANNER = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+(?P<local>\S+))?")
+
+
+def nccl_build(path: str | None) -> str | None:
+    if not path:
+        return None
+    return next((name for name, pattern in NCCL_BUILDS if pattern.search(path)), "a build of its own")
+
+
+def nccl_dev_suffix(banner: str | None) -> str | None:
+    """'a0' of 'NCCL version 2.29.0a0+cuda13.0', '+git4f2e1c' of '2.29.0+git4f2e1c'; '' for a release; None unread."""
+    m = NCCL_BANNER.search(banner or "")
+    if m is None:
+        return None
+    local = m["local"] or ""
+    return m["suffix"] + ("" if not local or re.fullmatch(r"cuda[\d.]+", local) else "+" + local)
+
+
+def nccl_affects(advisory: Advisory, ident: dict, machine: str | None, environment: dict | None) -> str | None:
+    """Why an NCCL advisory affects the library torch loads in the image (the canary's `ident`), or None: every criterion
+    the advisory gives must hold, and a fact not given (no banner, no environment) never makes it affected."""
+    why = []
+    version = ident.get("version")
+    if advisory.nccl_min is not None or advisory.nccl_max is not None:
+        if not version:
+            return None
+        v = version_key(version)
+        if (advisory.nccl_min and v < version_key(advisory.nccl_min)) or (advisory.nccl_max and v >= version_key(advisory.nccl_max)):
+            return None
+        why.append(f"NCCL {version}")
+    if advisory.nccl_build is not None:
+        build = nccl_build(ident.get("path"))
+        if build != advisory.nccl_build:
+            return None
+        why.append(f"from a {build} ({ident.get('path')})")
+    if advisory.machine is not None:
+        if (machine or "").strip() != advisory.machine:
+            return None
+        why.append(f"on {advisory.machine}")
+    if advisory.nccl_dev:
+        suffix = nccl_dev_suffix(ident.get("banner"))
+        if not suffix:
+            return None
+        why.append(f"a development build ({ident.get('banner')}, {ident.get('path')})")
+    if advisory.env_lacks is not None:
+        if environment is None:
+            return None
+        name, _, value = advisory.env_lacks.partition("=")
+        if str(environment.get(name, "")) == value:
+            return None
+        why.append(f"{name}={environment[name]}" if name in environment else f"no {name} in the serving environment")
+    return ", ".join(why) or None
+
+
+def nccl_needs_environment(ident: dict, machine: str | None, advisories=ADVISORIES) -> bool:
+    """Whether an NCCL advisory that turns on the serving container's environment matches the library otherwise: only
+    then is the compose service read (a broken compose file is test_compose_lint's to report)."""
+    return any(a.check == "test_image_nccl" and a.env_lacks and nccl_affects(replace(a, env_lacks=None), ident, machine, None)
+               for a in advisories)
+
+
+def judge_nccl_advisories(node: str, ident: dict, machine: str | None, environment: dict | None,
+                          advisories=ADVISORIES) -> list[Finding]:
+    """Each known-bad NCCL the serving image's torch loads (the advisories judged by test_image_nccl)."""
+    return [Finding(Code.KNOWN_BAD_VERSION, node, f"{why} [{a.id}: {a.symptom}]", f"not {a.what}", warning=not a.fail,
+                    advisory=a.id, advisory_fix=a.fix, source=a.source)
+            for a in advisories if a.check == "test_image_nccl" and (why := nccl_affects(a, ident, machine, environment))]
 
 
 def judge_reboot_required(node: str, flag: str) -> list[Finding]:
