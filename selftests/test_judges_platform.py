@@ -361,13 +361,29 @@ def test_nccl_development_build_warns_from_its_banner():
 
 
 def test_canary_reads_the_banner_from_the_library_file(tmp_path):
-    """The canary's reader on a file laid out as a library's rodata: other "NCCL version" text first, then the banner."""
+    """The canary's reader on files holding, NUL-separated and in their order, the `NCCL version` strings `strings`
+    found in our H200's two real libraries (the system's first string is another, '... compiled with CUDA 13.0')."""
+    import json
+
     from gb10check.canary.nccl import version_banner
 
-    lib = tmp_path / "libnccl.so.2"
-    lib.write_bytes(b"\x7fELF" + b"\0" * 60 + b"NCCL version mismatch\0" + b"NCCL version 2.28.9+cuda13.0\0tail")
-    assert version_banner(str(lib)) == "NCCL version 2.28.9+cuda13.0"
-    lib.write_bytes(b"\x7fELF" + b"\0" * 60)
+    from .conftest import read_capture
+
+    found = {}
+    for line in read_capture("ours/raw/gpu_canary/nccl-banner/h200-strings-nccl-version.txt").splitlines():
+        if line.startswith("== "):
+            path = line[3:]
+        else:
+            found.setdefault(path, []).append(line)
+    on_h200 = [json.loads(line) for line in read_capture("ours/raw/gpu_canary/nccl-banner/h200-version-banner.jsonl").splitlines()]
+    assert [r["banner"] for r in on_h200] == ["NCCL version 2.28.3+cuda13.0", "NCCL version 2.28.9+cuda13.0"]
+    for i, record in enumerate(on_h200):
+        lib = tmp_path / f"libnccl-{i}.so.2"
+        lib.write_bytes(b"\x7fELF" + b"\0" * 60 + b"\0".join(s.encode() for s in found[record["path"]]) + b"\0tail")
+        assert version_banner(str(lib)) == record["banner"]
+        assert platform.nccl_dev_suffix(record["banner"]) == ""
+    assert found[on_h200[0]["path"]][0] == "NCCL version 2.28.3 compiled with CUDA 13.0"  # what a first-match reader took
+    lib.write_bytes(b"\x7fELF" + b"\0" * 60 + b"NCCL version mismatch with remote peer %s\0")
     assert version_banner(str(lib)) is None
 
 

@@ -42,13 +42,15 @@ def gnu_build_id(path: str) -> str | None:
 
 def version_banner(path: str) -> str | None:
     """The library's own banner, NCCL's VERSION_STRING, which its source keeps whole in the binary so that `strings`
-    shows it ("NCCL version 2.28.9+cuda13.0"; a development build's suffix follows X.Y.Z)."""
+    shows it: "NCCL version 2.28.9+cuda13.0" (a development build's suffix follows X.Y.Z). Other strings start alike
+    ("NCCL version 2.28.9 compiled with CUDA 13.0", "NCCL version mismatch ..."): the banner is the one of no space."""
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         at = data.find(b"NCCL version ")
         while at != -1:
             end = data.find(b"\0", at, at + 128)
-            text = data[at:end if end != -1 else at + 128].decode("ascii", "replace")
-            if len(text) > 13 and text[13].isdigit():
+            text = data[at:end].decode("ascii", "replace") if end != -1 else ""
+            rest = text[len("NCCL version "):]
+            if rest[:1].isdigit() and not any(c.isspace() for c in rest):
                 return text
             at = data.find(b"NCCL version ", at + 1)
     return None
