@@ -250,7 +250,33 @@ def test_gather_filter_keeps_every_sign_line_and_drops_the_rest():
     text = "\n".join([line for line, _, _ in SIGN_LINES] + NEAR_MISSES) + "\n"
     out = subprocess.run(["grep", "-aiE", commands.KERNEL_LOG_SIGNS], input=text, capture_output=True, text=True, timeout=10)
     assert out.stderr == "" and out.stdout.splitlines() == [line for line, _, _ in SIGN_LINES]
-    assert f"grep -aiE {shlex.quote(commands.KERNEL_LOG_SIGNS)}" in commands.KERNEL_LOG
+    for part in (commands.KERNEL_LOG_FAILING, commands.KERNEL_LOG_WARNING):
+        assert f"grep -aiE {shlex.quote(part)} | tail -n 300" in commands.KERNEL_LOG
+
+
+def test_gather_keeps_a_fatal_line_under_a_flood_of_warnings(tmp_path):
+    """The gather's own command, run by a real sh on a dmesg that prints one fatal AER line and then 5000
+    NV_ERR_NO_MEMORY lines: the fatal line is kept (and judged a failure), the warnings cut to their last 300."""
+    import subprocess
+
+    from gb10check.gather import commands
+
+    fatal = SIGN_LINES[1][0]
+    flood = "".join(f"[ {5000 + i}.000000] NVRM: nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] "
+                    "(0x00000051) returned from _memdescAllocInternal\n" for i in range(5000))
+    dmesg = f"#!/bin/sh\ncat <<'LOG'\n{fatal}\n{flood}LOG\n"
+    bin_dir = tmp_path
+    bin_dir.joinpath("dmesg").write_text(dmesg)
+    bin_dir.joinpath("dmesg").chmod(0o755)
+    bin_dir.joinpath("journalctl").write_text("#!/bin/sh\nexit 1\n")
+    bin_dir.joinpath("journalctl").chmod(0o755)
+    out = subprocess.run(["sh", "-c", commands.KERNEL_LOG], capture_output=True, text=True, timeout=30,
+                         env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    log = parse("kernel_log", out.stdout)
+    assert log.source == "dmesg" and len(log.entries) == 301
+    found = platform.judge_kernel_log("pgx-32", log)
+    assert [(f.code, f.warning) for f in found] == [(Code.KERNEL_LOG, True), (Code.KERNEL_PCIE_FATAL, False)]
+    assert "saw 300 NV_ERR_NO_MEMORY line(s)" in found[0].text and fatal in found[1].text
 
 
 def test_nv_err_no_memory_stays_a_counted_warning():
