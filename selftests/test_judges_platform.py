@@ -360,6 +360,22 @@ def test_nccl_wedge_advisory_fails_the_aarch64_pip_wheel_only():
     assert platform.judge_nccl_advisories("pgx-32", pip, None, None) == []
 
 
+def test_nccl_advisories_judge_the_library_vllms_pynccl_loads_too():
+    """Our H200 run with VLLM_NCCL_SO_PATH at the system library: torch on the wheel's 2.28.9, pynccl on 2.28.3. On an
+    aarch64 node with the paths swapped (pynccl on a wheel), the wedge row names pynccl's library."""
+    import json
+
+    from .conftest import read_capture
+
+    split = json.loads(read_capture("ours/raw/gpu_canary/nccl-swap/h200-nccl-vllm-so-path-system.json"))
+    assert (split["version"], split["pynccl"]["version"]) == ("2.28.9", "2.28.3")
+    [f] = platform.judge_nccl_advisories("pgx-32", split, "aarch64", None)  # torch's wheel; pynccl's system library is fine
+    assert f.params["advisory"] == "nccl-aarch64-proxy-wedge" and f.text.startswith("[known-bad-version] pgx-32: saw NCCL 2.28.9")
+    swapped = {**split["pynccl"], "pynccl": {**split, "pynccl": None}}  # torch on the system library, pynccl on the wheel
+    [f] = platform.judge_nccl_advisories("pgx-32", swapped, "aarch64", None)
+    assert f.text.startswith("[known-bad-version] pgx-32: saw vLLM's pynccl loads NCCL 2.28.9, from a pip wheel")
+
+
 def test_nccl_2304_needs_nvls_off_in_the_serving_environment():
     a = by_id("nccl-2.30.4-nvls")
     ident = {**h200_nccl(PIP), "version": "2.30.4", "banner": "NCCL version 2.30.4+cuda13.0"}

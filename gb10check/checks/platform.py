@@ -164,16 +164,23 @@ def nccl_affects(advisory: Advisory, ident: dict, machine: str | None, environme
 def nccl_needs_environment(ident: dict, machine: str | None, advisories=ADVISORIES) -> bool:
     """Whether an NCCL advisory that turns on the serving container's environment matches the library otherwise: only
     then is the compose service read (a broken compose file is test_compose_lint's to report)."""
-    return any(a.check == "test_image_nccl" and a.env_lacks and nccl_affects(replace(a, env_lacks=None), ident, machine, None)
-               for a in advisories)
+    libraries = [ident] + ([ident["pynccl"]] if isinstance(ident.get("pynccl"), dict) else [])
+    return any(a.check == "test_image_nccl" and a.env_lacks and nccl_affects(replace(a, env_lacks=None), lib, machine, None)
+               for a in advisories for lib in libraries)
 
 
 def judge_nccl_advisories(node: str, ident: dict, machine: str | None, environment: dict | None,
                           advisories=ADVISORIES) -> list[Finding]:
-    """Each known-bad NCCL the serving image's torch loads (the advisories judged by test_image_nccl)."""
-    return [Finding(Code.KNOWN_BAD_VERSION, node, f"{why} [{a.id}: {a.symptom}]", f"not {a.what}", warning=not a.fail,
+    """Each known-bad NCCL the serving image loads (the advisories judged by test_image_nccl): the library torch's calls
+    reach and, when it is another build, the one vLLM's own communicator (pynccl: its tensor-parallel all-reduce) loads."""
+    libraries = [("", ident)]
+    py = ident.get("pynccl")
+    if isinstance(py, dict) and py.get("path") and py.get("build_id") != ident.get("build_id"):
+        libraries.append(("vLLM's pynccl loads ", py))
+    return [Finding(Code.KNOWN_BAD_VERSION, node, f"{said}{why} [{a.id}: {a.symptom}]", f"not {a.what}", warning=not a.fail,
                     advisory=a.id, advisory_fix=a.fix, source=a.source)
-            for a in advisories if a.check == "test_image_nccl" and (why := nccl_affects(a, ident, machine, environment))]
+            for said, lib in libraries
+            for a in advisories if a.check == "test_image_nccl" and (why := nccl_affects(a, lib, machine, environment))]
 
 
 def judge_reboot_required(node: str, flag: str) -> list[Finding]:
