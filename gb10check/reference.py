@@ -62,9 +62,12 @@ def _codes_in(body: ast.AST) -> dict[Code, set[str]]:
     found: dict[Code, set[str]] = {}
     built = set()
     for n in ast.walk(body):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Finding" and n.args and _code(n.args[0]):
-            found.setdefault(_code(n.args[0]), set()).update(_kinds(n))
-            built.add(id(n.args[0]))
+        # Finding(Code.X, ..., warning=...), or a row of a table of them: SomeRow(..., Code.X, ..., warning=...)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            for arg in n.args:
+                if _code(arg) is not None:
+                    found.setdefault(_code(arg), set()).update(_kinds(n))
+                    built.add(id(arg))
     for n in ast.walk(body):
         if id(n) not in built and (code := _code(n)) is not None:
             found.setdefault(code, set()).add("failure")  # a code handed to a helper that builds the Finding
@@ -100,9 +103,15 @@ def judge_index() -> dict[tuple[str, str], tuple[dict[Code, set[str]], set[tuple
     for path in [*sorted(JUDGES.glob("*.py")), PROGRAMS]:
         tree = ast.parse(path.read_text(), str(path))
         modules = _imported_judges(tree, path.stem)
+        # The module's tables (KERNEL_SIGNS ...): a function that reads one can report the codes in its rows.
+        tables = {n.targets[0].id: n.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
         for fn in tree.body:
             if isinstance(fn, ast.FunctionDef):
-                index[(path.stem, fn.name)] = (_codes_in(fn), _calls(fn, modules, path.stem))
+                codes = _codes_in(fn)
+                for name in sorted({x.id for x in ast.walk(fn) if isinstance(x, ast.Name) and x.id in tables}):
+                    for code, kinds in _codes_in(tables[name]).items():
+                        codes.setdefault(code, set()).update(kinds)
+                index[(path.stem, fn.name)] = (codes, _calls(fn, modules, path.stem))
     return index
 
 

@@ -100,6 +100,12 @@ class Code(str, Enum):
     REBOOT_REQUIRED = "reboot-required"
     DRIVER_NOT_HELD = "driver-not-held"
     KERNEL_LOG = "kernel-log"
+    KERNEL_PCIE_FATAL = "kernel-pcie-fatal"
+    KERNEL_NIC_RESET = "kernel-nic-reset"
+    KERNEL_LOCKUP = "kernel-lockup"
+    KERNEL_HUNG_TASK = "kernel-hung-task"
+    KERNEL_THERMAL = "kernel-thermal"
+    KERNEL_HOT = "kernel-hot"
     RDMA_ERROR_COUNTERS = "rdma-error-counters"
     NM_DHCP_QSFP = "nm-dhcp-qsfp"
     ROCE_MTU = "roce-mtu"
@@ -312,6 +318,34 @@ REMEDIES: dict[Code, str] = {
     Code.KERNEL_LOG: "read the lines ({what}) in sudo journalctl -k -b on {node}: an Xid names the GPU fault (NVIDIA's Xid "
                      "catalogue), NV_ERR_NO_MEMORY and OOM kills mean unified memory ran out (lower gpu_memory_utilization or "
                      "max_model_len), mlx5 link down means the cable or the peer port flapped; a reboot clears the log",
+    Code.KERNEL_PCIE_FATAL: "power {node} off at the wall and on before deploying, update its BIOS and ConnectX-7 firmware "
+                            "(sudo fwupdmgr update) and reseat its QSFP cables; if it comes back, ask the vendor (the same port "
+                            "failing again is hardware). A failure, not a warning: a fatal uncorrectable PCIe error reset the "
+                            "link of the device the lines name (on a GB10, 0000:01:00 and 0002:01:00 are the ConnectX-7 behind "
+                            "the root ports 0000:00:00.0 and 0002:00:00.0, 000f:01:00 the GPU), and what ran over it (RDMA "
+                            "queues, NCCL communicators) is gone; a head wedged after one (MiaAI-Lab DSpark issue 146)",
+    Code.KERNEL_NIC_RESET: "power {node} off at the wall and on before deploying, then read the AER lines before these "
+                           "(kernel-pcie-fatal) for the cause. A failure, not a warning: PCI error recovery reset a ConnectX-7 "
+                           "(mlx5_pci_err_detected, mlx5_pci_slot_reset), and its RDMA queues and every NCCL communicator over "
+                           "them died with it; a head wedged after one (MiaAI-Lab DSpark issue 146)",
+    Code.KERNEL_LOCKUP: "reboot {node} before deploying; if the lines name nvidia or a vLLM process, lower "
+                        "gpu_memory_utilization or max_model_len before serving again. A failure, not a warning: a CPU was "
+                        "stuck in the kernel for tens of seconds (the task in brackets), and a GPU driver spinning in "
+                        "nv_alloc_system_pages (a model too big for unified memory, see model-wedge) or a wedged device ends "
+                        "only with a reboot",
+    Code.KERNEL_HUNG_TASK: "read the task the lines name and its stack (sudo journalctl -k -b on {node}); if it is a GPU "
+                           "process (python3, VLLM::EngineCore, nvidia-smi) or still in state D (ps -eo stat,pid,comm | grep "
+                           "'^D'), reboot {node} before deploying. A warning, not a failure: the task waited in the kernel "
+                           "past the hung-task timeout and may since have gone on; heavy writeback (a model copy, a full "
+                           "disk) prints it too",
+    Code.KERNEL_THERMAL: "check the cooling of {node} (air intake and exhaust free, fans running, room temperature, nothing "
+                         "stacked on it), then power it off and on; do not serve on it until it stays below its trip points "
+                         "under load. A failure, not a warning: it reached a critical temperature this boot, and the kernel "
+                         "shuts a node down there",
+    Code.KERNEL_HOT: "check the cooling of {node} (air intake and exhaust free, fans running, room temperature; for "
+                     "mlx5_core lines the air over the ConnectX-7 and its QSFP modules, whose temperatures ethtool -m "
+                     "shows). A warning, not a failure: a part ran hot but below its critical trip point, and serves "
+                     "(a CPU throttled, slower); at the trip point the kernel shuts the node down (kernel-thermal)",
     Code.RDMA_ERROR_COUNTERS: "errors on {device} port {port} of {node}: reseat or replace the QSFP cable and check the peer "
                               "port; the counters in /sys/class/infiniband/{device}/ports/{port}/counters reset at reboot",
     Code.NM_DHCP_QSFP: "scripts/nm-release-qsfp --node {node} (shows, then turns its autoconnect off and takes it down; "

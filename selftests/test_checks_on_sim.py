@@ -229,6 +229,26 @@ EXPECTED: dict[str, dict[str, str]] = {
         **{f"{NW}/test_roce.py::test_roce_gid[{n}:{L1}]": r"\[gid-not-roce-v2\] .*no RoCE v2 GID holds 192\.168\.101" for n in (A, B)},
         f"{NW}/test_bandwidth.py::test_ib_write_bw[{pair(L1)}]": r"\[rdma-run\]",
     },
+    # The kernel log's failures (selftests/test_judges_platform.py judges every sign's line; these prove the node's log)
+    "cx7-pcie-fatal": {
+        f"{PF}/test_platform.py::test_kernel_log[{B}]":
+            rf"\[kernel-pcie-fatal\] {B}: saw 2 PCIe AER fatal error line\(s\) in the kernel log since boot \(dmesg\): "
+            r"\[ 8812\.402661\] pcieport 0002:00:00\.0: AER: Uncorrected \(Fatal\) error message received from 0002:01:00\.0 \| "
+            rf".*expected no PCIe AER fatal error since boot\n  fix: power {B} off at the wall and on(.|\n)*"
+            rf"\[kernel-nic-reset\] {B}: saw 2 mlx5 PCI error recovery line\(s\) .*mlx5_pci_slot_reset Device state = 2",
+    },
+    "cpu-soft-lockup": {
+        f"{PF}/test_platform.py::test_kernel_log[{B}]":
+            rf"\[kernel-lockup\] {B}: saw 1 CPU lockup line\(s\) in the kernel log since boot \(dmesg\): \[ 6120\.884512\] "
+            r"watchdog: BUG: soft lockup - CPU#7 stuck for 26s! \[python3:20417\]; expected no CPU lockup since boot\n"
+            rf"  fix: reboot {B} before deploying",
+    },
+    "overheated": {
+        f"{PF}/test_platform.py::test_kernel_log[{B}]":
+            rf"\[kernel-thermal\] {B}: saw 2 critical temperature line\(s\) in the kernel log since boot \(dmesg\): "
+            r"\[ 9301\.118007\] thermal thermal_zone0: acpitz: critical temperature reached \| .*HARDWARE PROTECTION shutdown"
+            rf".*\n  fix: check the cooling of {B}",
+    },
 }
 
 
@@ -322,6 +342,9 @@ VISIBLE = {
     "nm-dhcp-on-qsfp": (1, "nmcli -t -f NAME,TYPE,DEVICE connection show", "Wired connection 2:802-3-ethernet:"),
     "nccl-corrupt": (1, "cat /etc/gb10sim/state.json", '"nccl_wrong": 12'),
     "gpu-xid": (1, "dmesg | tail -n 2", "[ 4021.118204] NVRM: Xid (PCI:000f:01:00): 31, pid=20417"),
+    "cx7-pcie-fatal": (1, "dmesg | tail -n 5", "AER: Uncorrected (Fatal) error message received from 0002:01:00.0"),
+    "cpu-soft-lockup": (1, "dmesg | tail -n 3", "watchdog: BUG: soft lockup - CPU#7 stuck for 26s! [python3:20417]"),
+    "overheated": (1, "dmesg | tail -n 3", "thermal thermal_zone0: acpitz: critical temperature reached"),
     "cpu-throttled": (1, "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us", str(scenarios.NODE_CPU_QUOTA_US // 4)),
     "rdma-port-errors": (1, "cat /sys/class/infiniband/rocep1s0f0/ports/1/counters/symbol_error", "12"),
     "reboot-pending": (1, "cat /var/run/reboot-required", "System restart required"),
