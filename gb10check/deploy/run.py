@@ -48,7 +48,8 @@ from ..facts._text import ParseError
 from ..facts.docker import parse_container
 from ..facts.meminfo import parse_meminfo
 from ..gather import compose_dry_run
-from ..remote import RemoteNode
+from ..errors import line
+from ..remote import RemoteError, RemoteNode
 
 LIKELY_STALL = ("a firewall dropping the master port {port} on a follower (ufw allow from the QSFP subnets); "
                 "GLOO_SOCKET_IFNAME / VLLM_HOST_IP naming the wrong interface; a rank that was never started")
@@ -182,9 +183,16 @@ FULL_CHECK_S = 2.0  # logs, exit codes and /health: read this often, whatever th
 
 
 def stop_every_rank(launcher, order: list[str], kill: bool) -> str:
-    """Every rank at once: a rank that ignores TERM holds only its own grace time, not the others' too."""
+    """Every rank at once: a rank that ignores TERM holds only its own grace time, not the others' too; a node that
+    cannot be reached is said, and the others are still stopped."""
+    def stop(n: str) -> str:
+        try:
+            return launcher.stop(n, kill=kill)
+        except RemoteError as exc:
+            return f"not reached ({exc})"
+
     with ThreadPoolExecutor(max_workers=len(order) or 1) as pool:
-        said = list(pool.map(lambda n: launcher.stop(n, kill=kill), order))
+        said = list(pool.map(stop, order))
     return "; ".join(f"{n}: {s}" for n, s in zip(order, said))
 
 
@@ -270,12 +278,20 @@ def launcher_for(cluster: Cluster) -> ComposeLauncher:
 
 def down(launcher: ComposeLauncher, order: list[str], say=print) -> bool:
     """`docker compose down` on every node, followers first; True when every node is down. With Ray, vLLM in rank 0's
-    container is stopped first (TERM, then KILL), then Ray with each node's container."""
+    container is stopped first (TERM, then KILL), then Ray with each node's container. A node that cannot be reached is
+    one line with its fix, and every other node is still taken down."""
     ok = True
     if hasattr(launcher, "stop_vllm"):
-        say(f"{order[0]}: vLLM {launcher.stop_vllm(order[0])}")
+        try:
+            say(f"{order[0]}: vLLM {launcher.stop_vllm(order[0])}")
+        except RemoteError as exc:
+            say(f"{order[0]}: vLLM not stopped: {line(exc)}")
+            ok = False
     for n in reversed(order):
-        result = launcher.down(n)
+        try:
+            result = launcher.down(n)
+        except RemoteError as exc:
+            result = f"not taken down: {line(exc)}"
         say(f"{n}: {result}")
         ok = ok and result == "down"
     return ok
@@ -305,6 +321,8 @@ def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeo
 
     try:
         return _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, stall, ready_timeout_s, t0)
+    except RemoteError as exc:  # a node lost mid-deploy: the deploy fails, named, and the other ranks stop
+        fail(line(exc), kill=True)
     except DeployFailed as exc:
         if rec.outcome == "running":  # a rank that would not start: the ranks already started must not stay up alone
             fail(str(exc), kill=False)
