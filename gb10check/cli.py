@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default="", help="where the recording comes from, written into it")
     p.set_defaults(func=cmd_record)
     p = sub.add_parser("size", help="will a checkpoint fit a node's unified memory? (offline, from config.json and the index)")
+    p.add_argument("model_id", nargs="?", metavar="MODEL_ID", help="the model, ORG/NAME: its config.json and "
+                                                                      "model.safetensors.index.json from the Hugging Face cache "
+                                                                      "(nothing is downloaded); the same as --model")
     p.add_argument("--model", metavar="ORG/NAME", help="read config.json and model.safetensors.index.json from the Hugging "
                                                        "Face cache (nothing is downloaded)")
     p.add_argument("--hf-cache", metavar="DIR", help="the cache with --model (default: $HF_HUB_CACHE, else $HF_HOME, else "
@@ -215,8 +218,11 @@ def cmd_size(args: argparse.Namespace) -> int:
     from .cluster import gib
     from .sizing import SizingError, fit, load_json
 
+    if args.model_id and args.model and args.model_id != args.model:
+        print(f"gb10check size: two models named ({args.model_id} and --model {args.model}): name one", file=sys.stderr)
+        return 2
     try:
-        config, index = model_files(args.model, args.hf_cache, args.config, args.index)
+        config, index = model_files(args.model_id or args.model, args.hf_cache, args.config, args.index)
         result = fit(load_json(config, "config"), load_json(index, "index"), args.tp, args.max_model_len,
                      args.max_num_seqs, args.gpu_memory_utilization, gib(args.memory),
                      gib(args.container_limit) if args.container_limit else None, args.kv_dtype, overhead_gib=gib(args.overhead))

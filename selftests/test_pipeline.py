@@ -172,4 +172,4 @@ def test_set_model_writes_a_derived_file_and_is_idempotent(tmp_path):
     assert second.stdout == first.stdout and "writing" not in second.stderr
     bad = subprocess.run([sys.executable, str(REPO / "scripts/set-model"), str(tmp_path / "missing.yaml"), "x"],
                          capture_output=True, text=True)
-    assert bad.returncode == 1 and "missing.yaml" in bad.stderr
+    assert bad.returncode == 2 and "missing.yaml" in bad.stderr
