@@ -167,3 +167,4 @@ def test_a_diff_is_never_folded_off_a_terminal():
     assert f"-{long}" in lines and f"+{long}y" in lines, lines
     assert all(l[:1] in "-+@ " or l.startswith("would change") for l in lines), lines
     assert converge.console().soft_wrap
+
