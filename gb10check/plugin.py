@@ -45,7 +45,7 @@ from . import gather
 from .gather import Fleet, registry
 from .remedies import Code
 from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
-from .report import Run, cause_key, causes, skip_reason, skips, write
+from .report import Run, cause_key, causes, shown, skip_reason, skips, write
 from .stage import GATED, STAGES, file_hash, record_stages
 from .verdict import Degraded, Finding, NotChecked, recording, report
 
