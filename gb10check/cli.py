@@ -569,12 +569,14 @@ def cmd_profile_snapshot(args: argparse.Namespace) -> int:
 
 def debug_options(parser: argparse.ArgumentParser) -> None:
     """A hidden --debug on every subcommand (an error then shows its traceback), except a subcommand that hands the rest
-    of its command line to pytest (an argument of nargs=REMAINDER): there --debug is pytest's to read."""
+    of its command line to pytest (set_defaults(passthrough=True), or an argument of nargs=REMAINDER): there --debug is
+    pytest's to read."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 debug_options(sub)
-    if not any(a.nargs == argparse.REMAINDER for a in parser._actions) and "--debug" not in parser._option_string_actions:
+    passes_on = parser.get_default("passthrough") or any(a.nargs == argparse.REMAINDER for a in parser._actions)
+    if not passes_on and "--debug" not in parser._option_string_actions:
         parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
 

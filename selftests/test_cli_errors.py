@@ -85,8 +85,12 @@ def test_a_subcommand_handing_its_arguments_to_pytest_keeps_debug_for_pytest():
     passing.add_argument("stage")
     passing.add_argument("pytest_args", nargs=argparse.REMAINDER)
     sub.add_parser("down")
+    known = sub.add_parser("check-known")  # the rest read with parse_known_args, marked as passed on
+    known.set_defaults(passthrough=True)
     cli.debug_options(parser)
     assert "--debug" not in passing._option_string_actions and "--debug" in sub.choices["down"]._option_string_actions
+    assert "--debug" not in known._option_string_actions
+    assert parser.parse_known_args(["check-known", "--debug"])[1] == ["--debug"]
     assert parser.parse_args(["check", "preflight", "--debug", "-x"]).pytest_args == ["--debug", "-x"]
 
 
