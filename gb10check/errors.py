@@ -25,21 +25,14 @@ def line(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, ClusterError):
         return f"invalid cluster file: {exc}"
+    if isinstance(exc, NodeUnreachable):  # each way a connection fails carries its own fix (remote.py)
+        return f"{' '.join(str(exc).split())}; fix: {exc.fix}"
     if isinstance(exc, RemoteError):
         text = " ".join(str(exc).split())
-        node = exc.node
-        params = dict(getattr(exc, "params", None) or {})
-        if node is not None:
-            spec, ssh = node.spec, node.ssh
-            params = {"node": spec.name, "address": spec.address, "port": spec.ssh_port or ssh.port, "user": ssh.user,
-                      "known_hosts": ssh.known_hosts, "identity": ssh.identity_file, "command": exc.command or "", **params}
-        if isinstance(exc, NodeUnreachable):
-            code = getattr(exc, "code", Code.NODE_UNREACHABLE)  # each way a connection fails has its own fix
-        elif isinstance(exc, CommandTimeout):
-            code = Code.COMMAND_TIMEOUT
-        else:
-            code = Code.COMMAND_FAILED
-        return f"{text}; fix: {fix(code, **params)}" if node is not None else text
+        if exc.node is None:
+            return text
+        code = Code.COMMAND_TIMEOUT if isinstance(exc, CommandTimeout) else Code.COMMAND_FAILED
+        return f"{text}; fix: {fix(code, node=exc.node.name, command=exc.command or '')}"
     return (f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())} (a bug of gb10check: run the command again "
             "with --debug for the traceback and report it)")
 

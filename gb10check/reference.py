@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gather.registry import FACTS
-from .remedies import NOT_CHECKED, REMEDIES, Code
+from .remedies import NOT_CHECKED, REACH, REMEDIES, Code
 
 PACKAGE = Path(__file__).resolve().parent
 SUITE = PACKAGE.parent / "tests"  # the checks users run
@@ -168,6 +168,8 @@ def checks(suite: Path = SUITE) -> list[Check]:
             args = [a.arg for a in fn.args.args]
             bodies = [fn] + [helpers[name] for (_, name) in _calls(fn, {}, "") if name in helpers]
             codes: dict[Code, set[str]] = {}
+            if any(isinstance(n, ast.Name) and n.id == "NodeUnreachable" for n in ast.walk(fn)):
+                codes.update({code: {"failure"} for code in REACH})  # it judges the way a node could not be reached
             for body in bodies:
                 reported = set().union(*(_calls(r, modules, None) for r in _reported(body)))
                 reported |= {(PROGRAMS.stem, name) for (_, name) in _calls(body, {}, "") if name in gathering}
@@ -228,7 +230,10 @@ def render(suite: Path = SUITE) -> str:
     out += ["## Not checked", "", "We could not look: never a pass, never blamed on the cluster, and the gate refuses a stage "
             "that has any unless the cluster file waives its code. Every check that reads a fact can be stopped by the causes "
             "of that fact (its command timed out or failed, its output could not be read, its tool is missing, root was "
-            "refused, a fact it depends on is absent); the checks named report the code themselves.", ""]
+            "refused, a fact it depends on is absent); the checks named report the code themselves. A node that cannot be reached "
+            "or refuses the runner fails its reachability check with the way it failed (ssh-no-route, ssh-refused, "
+            "ssh-timeout, ssh-name-unresolved, host-key-unknown, host-key-changed, ssh-key-refused; node-unreachable: the "
+            "connection broke mid-run), and every other check of that node is not checked with the same code, told once.", ""]
     for code in sorted(NOT_CHECKED, key=list(Code).index):
         who = ", ".join(f"[`{c.name}`](#{c.name})" for c in by_code.get(code, []))
         out += [f"### {code.value}", "", f"fix: {_escape(REMEDIES[code])}", ""] + ([f"reported by {who}", ""] if who else [])

@@ -300,6 +300,9 @@ VISIBLE = {
     "low-bandwidth": (1, "cat /etc/gb10sim/state.json", '"bandwidth_gbps": 41.3'),
     "link-speed-100g": (1, "ethtool enp1s0f0np0", "Speed: 100000Mb/s"),
     "different-usernames": (1, "getent passwd nvidia; getent passwd lenovo || echo no-lenovo", "no-lenovo"),
+    "ssh-blocked": (1, "ufw status", "22/tcp on enP7s7"),
+    "host-key-changed": (1, "cat /etc/ssh/ssh_host_ed25519_key.pub", " reinstalled"),  # served: the step waits for it
+    "sudo-password": (1, "cat /etc/sudoers.d/gb10sim", "lenovo ALL=(ALL) ALL"),
     "ssh-not-passwordless": (1, "grep -c gb10sim-shared-cluster-key /home/nvidia/.ssh/authorized_keys /home/lenovo/.ssh/authorized_keys 2>/dev/null; true", ":0"),
     "netplan-644": (0, "stat -c %a /etc/netplan/40-cx7.yaml", "644"),
     "same-subnet": (0, "ip -br -4 addr show enP2p1s0f0np0", "169.254.94.253/16"),
@@ -403,20 +406,74 @@ def test_different_usernames_fails_that_node_and_only_it(bed):
     results = outcomes_under("different-usernames").results
     for test_id, outcome in results.items():
         if outcome.outcome == "failed":  # every failure is that node's, and says why
-            assert re.search(rf"\[ssh-user\] {B}: saw login as 'lenovo' refused|\[ssh-mesh\] {A}->{B}: .*Permission denied|"
+            assert re.search(rf"\[ssh-key-refused\] {B}: saw node {B} at {re.escape(mgmt_ip(1))}: login as 'lenovo' with "
+                             rf"\S+ refused \(Authentication failed\)|\[ssh-mesh\] {A}->{B}: .*Permission denied|"
                              rf"\[nccl-run\] .*ORTE was unable",
                              outcome.message), outcome.message
         if re.search(rf"\[{B}[\]:]", test_id) and "test_ssh_user" not in test_id:  # its other checks could not look
             if outcome.outcome == "skipped" and "unreachable" not in outcome.message:
                 continue  # skipped before looking at any node (the profile asks nothing of it, e.g. no driver_version)
             assert outcome.outcome == "not checked", (test_id, outcome)
-            assert re.match(rf"\[unreachable\] {B}: could not check: node {B} unreachable at {re.escape(mgmt_ip(1))}: Authentication failed",
-                            outcome.message), outcome.message
+            assert re.match(rf"\[ssh-key-refused\] {B}: could not check: node {B} at {re.escape(mgmt_ip(1))}: login as "
+                            rf"'lenovo' with \S+ refused \(Authentication failed\)", outcome.message), outcome.message
         if B not in test_id and "test_nccl" not in test_id:  # no check that does not touch it (NCCL runs on all nodes)
             assert outcome.outcome in ("passed", "skipped"), (test_id, outcome.message)
     assert results[f"{PF}/test_identity.py::test_ssh_user[{B}]"].outcome == "failed"  # its one failure
     user = results[f"{PF}/test_identity.py::test_ssh_user[{B}]"].message
-    assert f"fix: create user lenovo on {B} (NVIDIA's cluster scripts need the same user name on every node)" in user
+    assert re.search(rf"fix: {B} refused lenovo with the runner's key \(\S+\): the account lenovo must exist on {B} "
+                     r"\(NVIDIA's cluster scripts need the same user name on every node\)", user), user
+
+
+# Node B cannot be reached, each way on the pair's real sshd: (its code, what test_ssh_user saw, a piece of its fix).
+UNREACHABLE = {
+    "ssh-blocked": ("ssh-timeout", lambda ip: rf"node {B} unreachable at {re.escape(ip)}: no answer within 5 s \(connect timed out\)",
+                    lambda ip: rf"fix: nothing came back from {re.escape(ip)}:22 within ssh\.connect_timeout_s: a firewall on {B}"),
+    "host-key-changed": ("host-key-changed",
+                         lambda ip: rf"node {B} at {re.escape(ip)}: host key CHANGED: \S+known_hosts holds ssh-ed25519 SHA256:\S+ "
+                                    rf"for {re.escape(ip)}, the node offers ssh-ed25519 SHA256:\S+",
+                         lambda ip: rf"fix: {B} offers another host key than \S+known_hosts holds for {re.escape(ip)}: "
+                                    rf"verify it first .* remove the old key \(ssh-keygen -f \S+known_hosts -R '{re.escape(ip)}'\)"
+                                    r".* Never turn host key checking off"),
+}
+
+
+@pytest.mark.parametrize("name", list(UNREACHABLE))
+def test_a_node_that_cannot_be_reached_fails_once_with_its_own_fix(bed, name):
+    code, seen, fix = UNREACHABLE[name]
+    ip = mgmt_ip(1)
+    results = outcomes_under(name).results
+    user = f"{PF}/test_identity.py::test_ssh_user[{B}]"
+    failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
+    assert user in failed, sorted(failed)
+    assert re.search(rf"\[{code}\] {B}: saw {seen(ip)}; expected an SSH session as lenovo\n  {fix(ip)}", failed[user], re.S), failed[user]
+    for test_id, message in failed.items():  # its one failure, and the mesh into it when its key changed
+        assert test_id == user or (code == "host-key-changed" and re.search(rf"test_ssh_mesh\[{A}:\S+->{B}:", test_id)
+                                   and "Host key verification failed" in message), (test_id, message)
+    for test_id, outcome in results.items():
+        if f"[{B}" in test_id and test_id != user and outcome.outcome != "skipped":  # B's own checks could not look
+            assert outcome.outcome == "not checked", (test_id, outcome)
+            assert outcome.message.startswith(f"[{code}] {B}: could not check: "), (test_id, outcome.message)
+        elif B in test_id and outcome.outcome == "not checked":  # a check from A that needs B (its listener)
+            assert outcome.message.startswith(f"[{code}] {B}: could not check: "), (test_id, outcome.message)
+        elif B not in test_id and "test_nccl" not in test_id:
+            assert outcome.outcome in ("passed", "skipped"), (test_id, outcome.message)
+
+
+def test_sudo_asking_for_a_password_is_not_checked_and_its_line_fixes_it(bed):
+    run = outcomes_under("sudo-password")
+    assert not [k for k, v in run.results.items() if v.outcome in ("failed", "error")], run.stdout[-3000:]
+    unchecked = {k: v.message for k, v in run.results.items() if v.outcome == "not checked"}
+    assert unchecked and all(f"[{B}" in k for k in unchecked), sorted(unchecked)
+    for test_id, message in unchecked.items():
+        assert re.match(rf"\[sudo-refused\] {B}: could not check: sudo -n asked for a password to run `", message), message
+    line = re.search(rf"check by hand: let lenovo run sudo without a password on {B}: sudo visudo -f (/etc/sudoers\.d/zz-gb10check) "
+                     r"and write the line `([^`]+)`", next(iter(unchecked.values())))
+    assert line and line[2] == "lenovo ALL=(ALL) NOPASSWD: ALL", unchecked
+    # The line, written where the fix says (after the drop-in that asks for the password): the same checks now look, and pass.
+    control.node_exec(control.nodes()[1], f"cat > {line[1]} && chmod 440 {line[1]} && visudo -cf {line[1]}", input=line[2] + "\n")
+    names = sorted({k.split("::")[1].split("[")[0] for k in unchecked})
+    again = run_suite(control.state_dir() / "cluster.yaml", "-m", "preflight or network", "-k", " or ".join(names))
+    assert all(again.results[k].outcome == "passed" for k in unchecked), {k: again.results[k] for k in unchecked}
 
 
 def test_link_speed_warning(bed):
@@ -446,7 +503,8 @@ def test_nccl_absent_is_not_checked_with_the_tools_to_install(bed):
 def test_every_scenario_is_proven():
     serving = {s.name for s in scenarios.SCENARIOS.values() if any(step.serve is not None for step in s.steps)}
     ray = {s.name for s in scenarios.SCENARIOS.values() if s.executor == "ray"}  # on the Ray stack: test_ray_on_sim
-    assert set(EXPECTED) | set(WARNINGS) | {"different-usernames", "nccl-absent"} | serving | ray == set(scenarios.SCENARIOS)  # serving: test_serving_on_sim
+    assert set(EXPECTED) | set(WARNINGS) | {"different-usernames", "nccl-absent", "sudo-password"} | set(UNREACHABLE) | serving | ray \
+        == set(scenarios.SCENARIOS)  # serving: test_serving_on_sim
 
 
 def test_slow_checks_are_the_slow_marked_ones():

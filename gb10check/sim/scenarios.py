@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from . import control, image, model_files
+from . import control, image, model_files, serve
 from . import provision
 from .provision import MODEL_REPO
 
@@ -139,7 +139,19 @@ SCENARIOS = {s.name: s for s in [
              proves=("test_link_speed:link-speed",)),
     Scenario("different-usernames", "rank 1: the account is 'nvidia', not 'lenovo'",
              (Step(1, shell="pkill -u lenovo; usermod -l nvidia -d /home/nvidia -m lenovo"),),
-             proves=("test_ssh_user:ssh-user", "test_ssh_mesh:ssh-mesh", "test_nccl_all_gather:nccl-run")),
+             proves=("test_ssh_user:ssh-key-refused", "test_ssh_mesh:ssh-mesh", "test_nccl_all_gather:nccl-run")),
+    Scenario("ssh-blocked", "rank 1: its firewall drops SSH on the management interface (the runner's connection times out)",
+             (Step(1, shell="ufw insert 1 deny in on enP7s7 to any port 22 proto tcp"),),
+             proves=("test_ssh_user:ssh-timeout",)),
+    Scenario("host-key-changed", "rank 1: a new SSH host key, as after a reinstall (known_hosts holds the old one)",
+             (Step(1, shell="ssh-keygen -q -t ed25519 -N '' -C reinstalled -f /tmp/gb10sim-new-key && "
+                            "mv /tmp/gb10sim-new-key /etc/ssh/ssh_host_ed25519_key && "
+                            "mv /tmp/gb10sim-new-key.pub /etc/ssh/ssh_host_ed25519_key.pub && kill -HUP $(cat /run/sshd.pid) && "
+                            "for i in $(seq 100); do ssh-keyscan -t ed25519 127.0.0.1 2>/dev/null | grep -qF "
+                            "\"$(cut -d' ' -f2 /etc/ssh/ssh_host_ed25519_key.pub)\" && break; sleep 0.1; done"),),
+             proves=("test_ssh_user:host-key-changed", "test_ssh_mesh:ssh-mesh")),
+    Scenario("sudo-password", "rank 1: sudo asks the SSH user for a password (its sudoers line without NOPASSWD)",
+             (Step(1, shell="sed -i 's/NOPASSWD://' /etc/sudoers.d/gb10sim"),)),
     Scenario("ssh-not-passwordless", "rank 1: the shared cluster key is not in authorized_keys (nodes cannot ssh in)",
              (Step(1, shell="sed -i '/gb10sim-shared-cluster-key/d' /home/lenovo/.ssh/authorized_keys"),),
              proves=("test_nccl_all_gather:nccl-run", "test_ssh_mesh:ssh-mesh")),
@@ -357,9 +369,7 @@ def apply(name: str) -> None:
             if step.shell:
                 control.node_exec(node, step.shell)
         if step.serve is not None:
-            from .serve import ensure
-
-            ensure(step.serve)
+            serve.ensure(step.serve)
     for node in names:
         control.refresh(node)
     record = control.state_dir() / "sim.json"
