@@ -11,6 +11,7 @@ import signal
 import sys
 
 from . import facts, version
+from .errors import UserError, line
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -129,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default="", help="where the recording comes from, written into it")
     p.set_defaults(func=cmd_record)
     p = sub.add_parser("size", help="will a checkpoint fit a node's unified memory? (offline, from config.json and the index)")
+    p.add_argument("model_id", nargs="?", metavar="MODEL_ID", help="the model, ORG/NAME: its config.json and "
+                                                                      "model.safetensors.index.json from the Hugging Face cache "
+                                                                      "(nothing is downloaded); the same as --model")
     p.add_argument("--model", metavar="ORG/NAME", help="read config.json and model.safetensors.index.json from the Hugging "
                                                        "Face cache (nothing is downloaded)")
     p.add_argument("--hf-cache", metavar="DIR", help="the cache with --model (default: $HF_HUB_CACHE, else $HF_HOME, else "
@@ -190,7 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "(default: deploy.watchdog.stall_timeout_s)")
     gate_options(p)
     p.set_defaults(func=cmd_deploy)
-    p = sub.add_parser("down", help="take the stack down on every node (docker compose down, followers first)")
+    p = sub.add_parser("down", help="take the stack down on every node (docker compose down, followers first); never asks "
+                                    "the gate: stopping is always allowed, and a node it cannot reach leaves the others "
+                                    "to be taken down")
     p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     p.set_defaults(func=cmd_down)
     p = sub.add_parser("gate", help="exit 0 when fresh full preflight and network runs passed for this cluster file (every "
@@ -254,27 +260,27 @@ def gate_options(p: argparse.ArgumentParser) -> None:
 REFUSED = 3  # a step the gate refused
 
 
-def gated(args: argparse.Namespace, step: str) -> bool:
-    """The gate, asked before a step changes the cluster; `--check` (which changes nothing) does not ask."""
-    from pathlib import Path
-
+def gated(args: argparse.Namespace, step: str):
+    """The cluster file, read, then the gate, asked before a step changes the cluster (None: refused); `--check` (which
+    changes nothing) does not ask. A cluster file that cannot be read is an error of its own (UserError), not a refusal
+    to override."""
     from .stage import gate
 
+    cluster = cluster_from(args.cluster)
     if getattr(args, "check", False):
-        return True
-    path = Path(cluster_file(args.cluster))
-    if not path.exists():
-        print(f"gb10check {step}: no cluster file at {path}", file=sys.stderr)
-        return False
-    return gate(path, args.max_age_h * 3600, args.override, step=step)
+        return cluster
+    return cluster if gate(Path(cluster_file(args.cluster)), args.max_age_h * 3600, args.override, step=step) else None
 
 
 def cmd_size(args: argparse.Namespace) -> int:
     from .cluster import gib
     from .sizing import SizingError, fit, load_json
 
+    if args.model_id and args.model and args.model_id != args.model:
+        print(f"gb10check size: two models named ({args.model_id} and --model {args.model}): name one", file=sys.stderr)
+        return 2
     try:
-        config, index = model_files(args.model, args.hf_cache, args.config, args.index)
+        config, index = model_files(args.model_id or args.model, args.hf_cache, args.config, args.index)
         result = fit(load_json(config, "config"), load_json(index, "index"), args.tp, args.max_model_len,
                      args.max_num_seqs, args.gpu_memory_utilization, gib(args.memory),
                      gib(args.container_limit) if args.container_limit else None, args.kv_dtype, overhead_gib=gib(args.overhead))
@@ -352,13 +358,16 @@ def cluster_file(arg: str | None) -> str:
 
 
 def cluster_from(arg: str | None):
+    """The cluster file, read and checked; a UserError (exit 2) says why not, a line per mistake."""
     from .cluster import ClusterError, load_cluster
 
-    path = cluster_file(arg)
+    path = Path(cluster_file(arg))
+    if not path.exists():
+        raise UserError(f"no cluster file at {path}: give --cluster PATH, or set GB10CHECK_CLUSTER to it")
     try:
         return load_cluster(path)
     except ClusterError as exc:
-        raise SystemExit(f"gb10check: invalid cluster file: {exc}") from None
+        raise UserError("\n".join(f"invalid cluster file: {l}" for l in str(exc).splitlines() if l.strip())) from None
 
 
 @contextlib.contextmanager
@@ -368,22 +377,33 @@ def connected(cluster, names: list[str] | None = None):
 
     unknown = sorted(set(names or []) - {n.name for n in cluster.nodes})
     if unknown:
-        raise SystemExit(f"gb10check: no node {', '.join(unknown)} in the cluster file (its nodes: "
-                         f"{', '.join(n.name for n in cluster.by_rank())})")
+        raise UserError(f"no node {', '.join(unknown)} in the cluster file (its nodes: {', '.join(n.name for n in cluster.by_rank())})")
     nodes = [RemoteNode(n, cluster.ssh) for n in cluster.by_rank() if not names or n.name in names]
     try:
+        reach_first(cluster, nodes)
         yield nodes
     finally:
         for n in nodes:
             n.close()
 
 
+def reach_first(cluster, nodes) -> None:
+    """Before a step changes anything: the runner's own SSH set-up, then every node reached (at once); a UserError with
+    a line and its fix for each problem otherwise, so no step stops half-way on the last node."""
+    from .cluster import runner_problems
+    from .errors import unreachable
+
+    problems = runner_problems(cluster.ssh, any(n.spec.connection != "local" for n in nodes)) or unreachable(nodes)
+    if problems:
+        raise UserError("\n".join(problems))
+
+
 def cmd_compose_render(args: argparse.Namespace) -> int:
     from .deploy import stack
 
-    if not gated(args, "compose-render"):
+    cluster = gated(args, "compose-render")
+    if cluster is None:
         return REFUSED
-    cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         return stack.push(cluster, nodes, args.check)
 
@@ -393,9 +413,9 @@ def cmd_ssh_keys(args: argparse.Namespace) -> int:
 
     from .deploy import sshkeys
 
-    if not gated(args, "ssh-keys"):
+    cluster = gated(args, "ssh-keys")
+    if cluster is None:
         return REFUSED
-    cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         try:
             return sshkeys.run(cluster, nodes, Path(cluster.ssh.cluster_key), args.check)
@@ -407,9 +427,9 @@ def cmd_ssh_keys(args: argparse.Namespace) -> int:
 def cmd_netplan(args: argparse.Namespace) -> int:
     from .deploy import netplan
 
-    if not gated(args, "netplan"):
+    cluster = gated(args, "netplan")
+    if cluster is None:
         return REFUSED
-    cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         return netplan.step(cluster, nodes, args.check)
 
@@ -417,9 +437,9 @@ def cmd_netplan(args: argparse.Namespace) -> int:
 def cmd_hold_driver(args: argparse.Namespace) -> int:
     from .deploy import holddriver
 
-    if not gated(args, "hold-driver"):
+    cluster = gated(args, "hold-driver")
+    if cluster is None:
         return REFUSED
-    cluster = cluster_from(args.cluster)
     with connected(cluster, args.node) as nodes:
         return holddriver.step(nodes, args.check, blacklist=args.blacklist)
 
@@ -427,9 +447,9 @@ def cmd_hold_driver(args: argparse.Namespace) -> int:
 def cmd_nm_release_qsfp(args: argparse.Namespace) -> int:
     from .deploy import nmrelease
 
-    if not gated(args, "nm-release-qsfp"):
+    cluster = gated(args, "nm-release-qsfp")
+    if cluster is None:
         return REFUSED
-    cluster = cluster_from(args.cluster)
     with connected(cluster, args.node) as nodes:
         return nmrelease.step(nodes, args.check, delete=args.delete)
 
@@ -437,9 +457,9 @@ def cmd_nm_release_qsfp(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     from .deploy import sync
 
-    if not gated(args, "sync"):
+    cluster = gated(args, "sync")
+    if cluster is None:
         return REFUSED
-    cluster = cluster_from(args.cluster)
     with connected(cluster) as nodes:
         return sync.run(cluster, nodes, args.check)
 
@@ -450,11 +470,12 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     from .deploy.run import DeployFailed, deploy, launcher_for
     from .stage import deployment_record_path
 
-    if not gated(args, "deploy"):
+    cluster = gated(args, "deploy")
+    if cluster is None:
         return REFUSED
-    cluster = cluster_from(args.cluster)
     launcher = launcher_for(cluster)
     try:
+        reach_first(cluster, list(launcher.nodes.values()))  # every rank or none: nothing starts while a node is off
         deploy(cluster, launcher, deployment_record_path(Path(cluster_file(args.cluster))), stall_timeout_s=args.stall_timeout)
         return 0
     except DeployFailed as exc:
@@ -465,12 +486,14 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    """Never gated, and every node it reaches is taken down even when another cannot be reached: stopping is always
+    allowed."""
     from .deploy.run import down, launcher_for
 
     cluster = cluster_from(args.cluster)
     launcher = launcher_for(cluster)
     try:
-        return 0 if down(launcher, [n.name for n in cluster.by_rank()]) else 1
+        return 0 if down(launcher, [n.name for n in cluster.by_rank()]) else 2
     finally:
         launcher.close()
 
@@ -482,8 +505,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     path = Path(cluster_file(args.cluster))
     if not path.exists():
-        print(f"gb10check gate: no cluster file at {path}", file=sys.stderr)
-        return 2
+        cluster_from(args.cluster)  # says so, with the fix
     return 0 if gate(path, args.max_age_h * 3600, args.override) else 1
 
 
@@ -607,10 +629,43 @@ def cmd_profile_snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
+def debug_options(parser: argparse.ArgumentParser) -> None:
+    """A hidden --debug on every subcommand (an error then shows its traceback), except a subcommand that hands the rest
+    of its command line to pytest (set_defaults(passthrough=True), or an argument of nargs=REMAINDER): there --debug is
+    pytest's to read."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                debug_options(sub)
+    passes_on = parser.get_default("passthrough") or any(a.nargs == argparse.REMAINDER for a in parser._actions)
+    if not passes_on and "--debug" not in parser._option_string_actions:
+        parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The subcommand; an error is one line per problem with its fix, `gb10check STEP: ...`, exit 2 (with --debug: the
+    traceback)."""
+    step = " ".join(filter(None, (args.command, getattr(args, "sim_command", None) or getattr(args, "profile_command", None))))
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        if getattr(args, "debug", False):
+            raise
+        print(f"gb10check {step}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001  (every error, said in one line; --debug shows where)
+        if getattr(args, "debug", False):
+            raise
+        for said in line(exc).splitlines():
+            print(f"gb10check {step}: {said}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `gb10check parse ... | head` ends quietly
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    parser = build_parser()
+    debug_options(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

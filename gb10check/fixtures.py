@@ -95,7 +95,7 @@ def measurements(request: pytest.FixtureRequest):
     Kept in the test's user_properties, so they reach the report (and the controller under xdist).
     """
 
-    def record(what: str, where: str, value: float, unit: str) -> None:
+    def record(what: str, where: str, value: float | str, unit: str) -> None:  # a text value (a version) is printed as is
         request.node.user_properties.append((MEASUREMENT, (what, where, value, unit)))
 
     return record

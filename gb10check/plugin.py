@@ -45,7 +45,7 @@ from . import gather
 from .gather import Fleet, registry
 from .remedies import Code
 from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
-from .report import Run, cause_key, causes, skip_reason, skips, write
+from .report import Run, cause_key, causes, shown, skip_reason, skips, write
 from .stage import GATED, STAGES, file_hash, record_stages
 from .verdict import Degraded, Finding, NotChecked, recording, report
 
@@ -568,8 +568,9 @@ class Recorder:
             terminalreporter.section("gb10check measurements")
             totals: dict[tuple[str, str], float] = {}
             for what, where, value, unit in self.measured:
-                terminalreporter.write_line(f"{what:<28} {where:<64} {value:>10.2f} {unit}")
-                totals[(what, unit)] = totals.get((what, unit), 0.0) + value
+                terminalreporter.write_line(f"{what:<28} {where:<64} {shown(value):>10} {unit}")
+                if isinstance(value, (int, float)):
+                    totals[(what, unit)] = totals.get((what, unit), 0.0) + value
             for (what, unit), total in totals.items():
                 if what == "ib_write_bw":  # the logical links add up; other figures do not
                     terminalreporter.write_line(f"{what:<28} {'sum over all links':<64} {total:>10.2f} {unit}")

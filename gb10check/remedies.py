@@ -51,6 +51,7 @@ class Code(str, Enum):
     RDMA_BANDWIDTH = "rdma-bandwidth"
     RDMA_RUN = "rdma-run"
     MODEL_MISSING = "model-missing"
+    MODEL_NOT_COPIED = "model-not-copied"
     MODEL_INCOMPLETE = "model-incomplete"
     MODEL_DEREFERENCED = "model-dereferenced"
     MODEL_UNREADABLE = "model-unreadable"
@@ -239,8 +240,11 @@ REMEDIES: dict[Code, str] = {
     Code.RDMA_BANDWIDTH: "check the cable and both ports' speed (ethtool), NCCL_IB_HCA and the GID index for {device}; "
                          "seed: about 109 Gb/s per logical link",
     Code.RDMA_RUN: "ib_write_bw could not run between {node} and {peer}: check perftest is installed, the port is open, the device is up",
-    Code.MODEL_MISSING: "download {repo} into the Hugging Face cache on rank 0 and copy it to {node} over the QSFP link "
-                        "(rsync -a, without -L, after sudo chmod -R a+rX)",
+    Code.MODEL_MISSING: "download {repo} into the Hugging Face cache on {node}, rank 0 (hf download {repo}, with HF_HOME or "
+                        "HF_HUB_CACHE naming deploy.hf_cache), then sudo chmod -R a+rX its hub folder; gb10check sync then "
+                        "copies it to the other nodes",
+    Code.MODEL_NOT_COPIED: "copy {repo} from {head} (rank 0) to {node}: gb10check sync (rsync -a over the QSFP link, without "
+                           "-L, after sudo chmod -R a+rX on {head}); if {head} lacks it too, download it there first",
     Code.MODEL_INCOMPLETE: "the download of {repo} on {node} is incomplete: resume it on rank 0 and sync again (rsync without -L)",
     Code.MODEL_DEREFERENCED: "the cache on {node} was copied with links followed (rsync -L or cp -L), doubling the disk use: "
                              "sync it again from rank 0 with rsync -a (no -L)",
@@ -294,8 +298,7 @@ REMEDIES: dict[Code, str] = {
                              "libnccl everywhere: two builds of one NCCL version can hang a two-node run after minutes",
     Code.IMAGE_NCCL_PIN: "use an image whose torch loads the pinned NCCL (deploy.nccl) or update the pin after checking the "
                          "new build; the library torch loads decides, not the image's NCCL_VERSION variable",
-    Code.IMAGE_NCCL_ENV_STALE: "trust the library, not the variable: the image's NCCL_VERSION is stale (rebuild the image with the "
-                               "variable set to the NCCL it ships, or drop it)",
+    Code.IMAGE_NCCL_ENV_STALE: "trust the library, not the variable: NCCL_VERSION in {holder} is stale ({unstale})",
     Code.IMAGE_NCCL_SPLIT: "load one NCCL in the container: drop the LD_PRELOAD or VLLM_NCCL_SO_PATH that brings in the "
                            "second library, or replace torch's own (its wheel's nvidia/nccl/lib/libnccl.so.2) with the build "
                            "you mean, the same on every node; vLLM's tensor-parallel all-reduce uses pynccl's library",

@@ -29,7 +29,7 @@ class Run:
     outcomes: dict[str, str] = field(default_factory=dict)  # test id -> passed | failed | skipped | error | not checked
     messages: dict[str, str] = field(default_factory=dict)  # test id -> failure or skip text
     warnings: list[str] = field(default_factory=list)
-    measured: list[tuple[str, str, float, str]] = field(default_factory=list)
+    measured: list[tuple[str, str, float | str, str]] = field(default_factory=list)  # a version is text
     thresholds: dict[str, float] = field(default_factory=dict)  # measurement name -> floor
     tables: list[tuple[str, str]] = field(default_factory=list)  # (title, text): the depth sweep's table
     stages: dict[str, str] = field(default_factory=dict)  # test id -> preflight | network | serving | soak
@@ -165,6 +165,11 @@ def _heading(cause: Cause) -> str:
     return ", ".join(f"{n} {label}" for n, label in ((failed, "failed"), (unchecked, "not checked")) if n)
 
 
+def shown(value) -> str:
+    """A measured value as every printer shows it: a number with two decimals, a text (a version, 2.28.9) as it is."""
+    return f"{value:.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
 def markdown(run: Run) -> str:
     c = run.counts()
     lines = [f"# gb10check report: {run.cluster}", "",
@@ -178,7 +183,7 @@ def markdown(run: Run) -> str:
         lines += [f"### {i}. {cause.title} ({_heading(cause)})", "", "```", cause.text, "```", "", cause.checks(), ""]
     lines += ["", "## Warnings (degraded but usable)", ""] + ([f"- {w.strip()}" for w in run.warnings] or ["None."])
     lines += ["", "## Measured", "", "| what | where | value | unit |", "|---|---|---:|---|"]
-    lines += [f"| {w} | {where} | {v:.2f} | {u} |" for w, where, v, u in run.measured] or ["| (nothing measured) | | | |"]
+    lines += [f"| {w} | {where} | {shown(v)} | {u} |" for w, where, v, u in run.measured] or ["| (nothing measured) | | | |"]
     for title, text in run.tables:
         lines += ["", f"## {title[:1].upper()}{title[1:]}", "", text]
     skipped = skips(run)
@@ -242,7 +247,8 @@ def page(run: Run) -> str:
     parts += ["<h2>Warnings (degraded but usable)</h2>"]
     parts += [f"<pre class='warn'>{esc(w.strip())}</pre>" for w in run.warnings] or ["<p>None.</p>"]
     parts += ["<h2>Measured</h2><table><tr><th>what</th><th>where</th><th>value</th><th>unit</th></tr>"]
-    parts += [f"<tr><td>{esc(w)}</td><td>{esc(where)}</td><td>{v:.2f}</td><td>{esc(u)}</td></tr>" for w, where, v, u in run.measured]
+    parts += [f"<tr><td>{esc(w)}</td><td>{esc(where)}</td><td>{esc(shown(v))}</td><td>{esc(u)}</td></tr>"
+              for w, where, v, u in run.measured]
     parts += ["</table>"]
     parts += [f"<h2>{esc(title[:1].upper() + title[1:])}</h2><pre>{esc(text)}</pre>" for title, text in run.tables]
     if bw or tok:

@@ -56,9 +56,18 @@ def exited(launcher, node: str) -> Exited | None:
 
 
 def stop_every_rank(launcher, order: list[str], kill: bool) -> str:
-    """Every rank at once: a rank that ignores TERM holds only its own grace time, not the others' too."""
+    """Every rank at once: a rank that ignores TERM holds only its own grace time, not the others' too; a node that
+    cannot be reached is said, and the others are still stopped."""
+    from .remote import RemoteError
+
+    def stop(n: str) -> str:
+        try:
+            return launcher.stop(n, kill=kill)
+        except RemoteError as exc:
+            return f"not reached ({exc})"
+
     with ThreadPoolExecutor(max_workers=len(order) or 1) as pool:
-        said = list(pool.map(lambda n: launcher.stop(n, kill=kill), order))
+        said = list(pool.map(stop, order))
     return "; ".join(f"{n}: {s}" for n, s in zip(order, said))
 
 

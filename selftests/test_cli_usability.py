@@ -100,6 +100,15 @@ def test_size_reads_the_model_from_the_cache_as_from_the_files(capsys, tmp_path)
     assert json.loads(by_model[1])["weights_gib"] == pytest.approx(172.78, abs=0.01)
 
 
+def test_size_takes_the_model_id_as_its_argument(capsys, tmp_path):
+    repo = model_files.REPO_FP8
+    cache_entry(tmp_path / "hf" / "hub", repo, "d" * 40, both(repo))
+    by_option = run(capsys, "size", "--model", repo, "--hf-cache", str(tmp_path / "hf"), *SIZE)
+    assert run(capsys, "size", repo, "--hf-cache", str(tmp_path / "hf"), *SIZE) == by_option and by_option[0] == 0
+    assert run(capsys, "size", repo, "--model", "org/other", *SIZE) == (
+        2, "", f"gb10check size: two models named ({repo} and --model org/other): name one\n")
+
+
 def test_size_finds_the_cache_through_hf_home(capsys, tmp_path, monkeypatch):
     repo = model_files.REPO_BF16
     cache_entry(tmp_path / "home" / "hub", repo, "b" * 40, both(repo))

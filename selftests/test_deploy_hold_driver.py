@@ -13,6 +13,7 @@ from gb10check import cli
 from gb10check.checks import platform
 from gb10check.cluster import load_cluster
 from gb10check.deploy import holddriver
+from gb10check.errors import UserError
 from gb10check.facts import parse
 from gb10check.remote import RemoteNode
 
@@ -120,7 +121,7 @@ def test_the_script_shows_holds_verifies_and_then_has_nothing_to_do(tmp_path):
         assert again.returncode == 0 and "would change" not in again.stderr, again.stderr
         only = script("hold-driver", cluster, "--node", A, "--check")
         assert only.returncode == 0 and B not in only.stderr, only.stderr
-        with pytest.raises(SystemExit, match=f"no node pgx-99 in the cluster file \\(its nodes: {A}, {B}\\)"):
+        with pytest.raises(UserError, match=f"no node pgx-99 in the cluster file \\(its nodes: {A}, {B}\\)"):
             with cli.connected(load_cluster(cluster), ["pgx-99"]):
                 pass
 

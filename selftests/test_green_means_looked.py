@@ -31,6 +31,37 @@ def messages(check: str, path: Path) -> list[tuple[str, str]]:
     return [run_check(fn, kw, fleet.cluster) for kw in arguments(fn, fleet)]
 
 
+def without(path: Path, tool: str, tmp_path: Path) -> Path:
+    """The recording with `tool` not installed on every node: each command that runs it exits 127, as sh says it."""
+    got = json.loads(path.read_text())
+    for outputs in got["facts"].values():
+        for o in outputs if isinstance(outputs, list) else []:
+            if o["command"].split()[0] == tool:
+                o.update(rc=127, stdout="", stderr=f"sh: 1: {tool}: not found\n")
+    out = tmp_path / f"without-{tool}.json"
+    out.write_text(json.dumps(got))
+    return out
+
+
+def test_a_missing_nvidia_smi_is_not_installed_in_every_driver_check(tmp_path):
+    # The H200's recording without nvidia-smi: the driver checks say the tool is not installed (one cause with the GPU
+    # name check, the same fix), never "read its error" nor a missing driver.
+    path = without(H200, "nvidia-smi", tmp_path)
+    said = {check: messages(check, path) for check in ("test_gpu_name", "test_driver_parity", "test_driver_version")}
+    for check, [(verdict, message)] in said.items():
+        assert verdict == "not checked", (check, message)
+        assert "[tool-missing] h200: could not check: `nvidia-smi` is not installed" in message, (check, message)
+        assert "install the NVIDIA driver's utilities" in message and "read its error" not in message, (check, message)
+    assert len({m.split("\n", 1)[1] for [(_, m)] in said.values()}) == 1  # the same fix: told once
+
+
+def test_a_missing_ibdev2netdev_is_not_installed(tmp_path):
+    path = without(RECORDING, "ibdev2netdev", tmp_path)
+    found = messages("test_rdma_link_up", path)
+    assert found and all(v == "not checked" and "`ibdev2netdev` is not installed" in m and "mlnx-tools" in m and
+                         "read its error" not in m for v, m in found), found
+
+
 def test_disk_space_with_an_unknown_need_is_not_checked():
     free = {"the Hugging Face cache": ("/", 10 * disk.GIB), "docker's data": ("/", 10 * disk.GIB)}
     [f] = disk.judge_disk("spark-1", free, {"the Hugging Face cache": None, "docker's data": 0}, 0,
@@ -60,6 +91,13 @@ def test_addressing_fails_on_an_interface_the_node_does_not_have():
     assert f.code == Code.LINK_MISSING and "no interface enp9s0f0np0" in f.seen
     [f] = links.judge_default_route("spark-1", [], [ghost], ifaces)
     assert f.code == Code.LINK_MISSING
+    # The address check too: the interface is missing, not its address (never "saw IPv4 none; give it the address").
+    [f] = links.judge_address("spark-1", ghost, ifaces)
+    names = ", ".join(sorted(i.name for i in ifaces))
+    assert (f.code, f.where) == (Code.LINK_MISSING, "spark-1:enp9s0f0np0")
+    assert f.seen == f"no interface enp9s0f0np0 (the node has {names})" and "IPv4" not in f.text
+    assert "give enp9s0f0np0" not in f.text and "ibdev2netdev should list rocep9s0f0 ==> enp9s0f0np0" in f.text
+    assert links.judge_address("spark-1", LINK, ifaces) == []
     assert links.judge_distinct_subnets("spark-1", [LINK, OTHER], ifaces) == []
     assert links.judge_default_route("spark-1", [], [LINK, OTHER], ifaces) == []
 

@@ -227,12 +227,22 @@ def test_model_missing_is_reported(tmp_path, state):
     repo = cluster.deploy.model_id
     if state != "no folder":
         hf_cache(tmp_path, repo, snapshot=False)  # an interrupted first download
-    [f] = model.judge_cache("thinkstationpgx-32", repo, listing_of(cluster), None)
-    assert codes([f]) == [(Code.MODEL_MISSING, "thinkstationpgx-32", False)]
-    assert f.text == ("[model-missing] thinkstationpgx-32: saw no snapshot of Qwen/Qwen3.8-Flash-Next-FP8 in the cache; expected "
-                      "Qwen/Qwen3.8-Flash-Next-FP8 downloaded\n  fix: download Qwen/Qwen3.8-Flash-Next-FP8 into the Hugging Face "
-                      "cache on rank 0 and copy it to thinkstationpgx-32 over the QSFP link (rsync -a, without -L, after sudo "
-                      "chmod -R a+rX)")
+    # On a follower: copy rank 0's.
+    [f] = model.judge_cache("thinkstationpgx-32", repo, listing_of(cluster), None, "thinkstationpgx-30")
+    assert codes([f]) == [(Code.MODEL_NOT_COPIED, "thinkstationpgx-32", False)]
+    assert f.text == ("[model-not-copied] thinkstationpgx-32: saw no snapshot of Qwen/Qwen3.8-Flash-Next-FP8 in the cache; "
+                      "expected Qwen/Qwen3.8-Flash-Next-FP8 copied from thinkstationpgx-30\n  fix: copy Qwen/Qwen3.8-Flash-Next-FP8 "
+                      "from thinkstationpgx-30 (rank 0) to thinkstationpgx-32: gb10check sync (rsync -a over the QSFP link, "
+                      "without -L, after sudo chmod -R a+rX on thinkstationpgx-30); if thinkstationpgx-30 lacks it too, "
+                      "download it there first")
+    # On rank 0 itself (and on a one-node cluster): download it there; never "copy it to" rank 0.
+    for head in ("thinkstationpgx-30", None):
+        [f] = model.judge_cache("thinkstationpgx-30", repo, listing_of(cluster), None, head)
+        assert codes([f]) == [(Code.MODEL_MISSING, "thinkstationpgx-30", False)]
+        assert f.text.endswith("\n  fix: download Qwen/Qwen3.8-Flash-Next-FP8 into the Hugging Face cache on "
+                               "thinkstationpgx-30, rank 0 (hf download Qwen/Qwen3.8-Flash-Next-FP8, with HF_HOME or HF_HUB_CACHE "
+                               "naming deploy.hf_cache), then sudo chmod -R a+rX its hub folder; gb10check sync then copies it to "
+                               "the other nodes")
 
 
 def test_model_cache_complete_passes(tmp_path):

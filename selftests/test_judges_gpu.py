@@ -63,7 +63,7 @@ def test_the_h200_under_load_passes_its_profile():
     assert gpu.measured(H200, load) == [("matmul (median batch)", 664.2117, "TFLOP/s (bfloat16 on NVIDIA H200)"),
                                         ("SM clock under load (median)", 1477.5, "MHz of 1980.0"),
                                         ("GPU power under load (median)", 691.84, "W"),
-                                        ("clock-event reasons under load", 4.0, "sw_power_cap")]
+                                        ("clock-event reasons under load", "sw_power_cap", "(mask 0x4)")]
 
 
 def test_sampling_both_gpus_of_the_x2_machine_judges_the_busy_one():
@@ -155,7 +155,16 @@ def test_a_pin_the_library_does_not_match_fails():
 def test_a_stale_nccl_version_variable_is_a_warning():
     [f] = gpu.judge_nccl_identity("a", "a", dict(NCCL, env_nccl_version="2.27.3"), NCCL, None, "img")
     assert codes([f]) == [(Code.IMAGE_NCCL_ENV_STALE, "a", True)]
-    assert f.text.startswith("[image-nccl-env-stale] a: saw the image's NCCL_VERSION=2.27.3, but torch loads NCCL 2.28.9 ")
+    assert f.text.startswith("[image-nccl-env-stale] a: saw NCCL_VERSION=2.27.3 in the image img, but torch loads NCCL 2.28.9 ")
+    assert f.text.endswith("fix: trust the library, not the variable: NCCL_VERSION in the image img is stale (rebuild the "
+                           "image with the variable set to the NCCL it ships, or drop it)")
+
+
+def test_the_nccl_version_prints_as_text_where_it_was_read():
+    assert gpu.nccl_measured(NCCL, "img") == ("NCCL torch loads", "2.28.9", f"{NCCL['path']} build id {NCCL['build_id']}; "
+                                                                             "NCCL_VERSION=unset in img")
+    assert gpu.nccl_measured(H200_NCCL, "python3")[1:] == ("2.28.9", f"{LIBNCCL} build id {H200_NCCL['build_id']}; "
+                                                                      "NCCL_VERSION=2.28.3-1 in python3")
 
 
 def test_the_driver_the_profile_names():
@@ -181,11 +190,15 @@ def test_the_h200_image_nccl_variable_lies():
         "path": LIBNCCL, "version": "2.28.9", "version_code": 22809, "build_id": "9fcf74d93a8c3605bf7718f594d0a24366e38536",
         "env_nccl_version": "2.28.3-1", "static": False}
     profile = load_cluster(DEVICE_CLUSTER)
-    [f] = gpu.judge_nccl_identity("h200", "h200", H200_NCCL, H200_NCCL, profile.deploy.nccl, profile.deploy.image)
+    [f] = gpu.judge_nccl_identity("h200", "h200", H200_NCCL, H200_NCCL, profile.deploy.nccl, profile.deploy.image,
+                                  profile.deploy.canary_python)
     assert codes([f]) == [(Code.IMAGE_NCCL_ENV_STALE, "h200", True)]
-    # the pin (the x2 machine's library, same build id) holds; only the variable is wrong
-    assert f.text.startswith("[image-nccl-env-stale] h200: saw the image's NCCL_VERSION=2.28.3-1, but torch loads NCCL 2.28.9 "
-                             f"{LIBNCCL} build id 9fcf74d9")
+    # the pin (the x2 machine's library, same build id) holds; only the variable is wrong, and it is the environment the
+    # canary's python runs in (no docker there), not the image's
+    assert profile.deploy.canary_python == "python3"
+    assert f.text.startswith("[image-nccl-env-stale] h200: saw NCCL_VERSION=2.28.3-1 in the environment deploy.canary_python "
+                             f"(python3) runs in, but torch loads NCCL 2.28.9 {LIBNCCL} build id 9fcf74d9")
+    assert "where python3 runs on h200" in f.text and "rebuild the image" not in f.text and "the image's" not in f.text
 
 
 def test_the_second_run_agrees_with_the_first():

@@ -26,7 +26,8 @@ def sample_run() -> Run:
                          "tests/network/test_nccl.py::test_nccl_all_gather": "mpirun and all_gather_perf not on PATH on a"},
                warnings=["[link-speed] b:l0: saw 100000 Mb/s; expected 200000 Mb/s\n  fix: check the QSFP cable"],
                measured=[("ib_write_bw", "a:l0--b:l0", 109.2, "Gb/s"), ("ib_write_bw", "a:l1--b:l1", 41.3, "Gb/s"),
-                         ("decode_tok_s", "a run 1", 22.6, "tok/s"), ("decode_tok_s", "a run 2", 23.3, "tok/s")],
+                         ("decode_tok_s", "a run 1", 22.6, "tok/s"), ("decode_tok_s", "a run 2", 23.3, "tok/s"),
+                         ("NCCL torch loads", "a", "2.28.9", "/usr/lib/libnccl.so.2 build id 9fcf; NCCL_VERSION=unset in img")],
                thresholds={"ib_write_bw": 90, "decode_tok_s": 20})
 
 
@@ -36,6 +37,7 @@ def test_markdown_puts_failures_first_with_their_fix_and_warnings_apart():
     assert "saw 41.30 Gb/s; expected >= 90 Gb/s\n  fix: check the cable" in md
     assert "- [link-speed] b:l0: saw 100000 Mb/s" in md
     assert "| ib_write_bw | a:l1--b:l1 | 41.30 | Gb/s |" in md
+    assert "| NCCL torch loads | a | 2.28.9 | /usr/lib/libnccl.so.2 build id 9fcf; NCCL_VERSION=unset in img |" in md  # text as is
     assert "- mpirun and all_gather_perf not on PATH on a: 1 check: test_nccl_all_gather" in md
     assert "1 failed, 2 passed, 1 skipped" in md
 
@@ -48,6 +50,7 @@ def test_page_is_self_contained_escaped_and_plots_against_the_floor():
     assert 'fill="#c0392b"' in html  # 41.3 Gb/s is under the 90 Gb/s floor: red
     assert "floor 90" in html and "floor 20" in html
     assert "FAILED" in html
+    assert "<td>2.28.9</td>" in html and "<td>41.30</td>" in html
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -172,4 +175,4 @@ def test_set_model_writes_a_derived_file_and_is_idempotent(tmp_path):
     assert second.stdout == first.stdout and "writing" not in second.stderr
     bad = subprocess.run([sys.executable, str(REPO / "scripts/set-model"), str(tmp_path / "missing.yaml"), "x"],
                          capture_output=True, text=True)
-    assert bad.returncode == 1 and "missing.yaml" in bad.stderr
+    assert bad.returncode == 2 and "missing.yaml" in bad.stderr

@@ -60,7 +60,7 @@ def load_of(rows: list[dict] | None) -> Load | None:
                 max(temps) if temps else None, reasons)
 
 
-def measured(result: dict, load: Load | None) -> list[tuple[str, float, str]]:
+def measured(result: dict, load: Load | None) -> list[tuple[str, float | str, str]]:
     """What the run prints per node: TFLOP/s, median SM clock, median power, and the clock-event reasons under load."""
     unit = f"TFLOP/s ({result.get('dtype')} on {result.get('device')})"
     out = [("matmul (median batch)", compute_rate(result), unit)]
@@ -69,7 +69,7 @@ def measured(result: dict, load: Load | None) -> list[tuple[str, float, str]]:
             out.append(("SM clock under load (median)", load.sm_clock_mhz, f"MHz of {load.max_sm_clock_mhz or '?'}"))
         if load.power_w is not None:
             out.append(("GPU power under load (median)", load.power_w, "W"))
-        out.append(("clock-event reasons under load", float(load.reasons), load.reason_text))
+        out.append(("clock-event reasons under load", load.reason_text, f"(mask {load.reasons:#x})"))
     return out
 
 
@@ -121,12 +121,30 @@ def pynccl_of(ident: dict) -> dict | None:
     return found if isinstance(found, dict) and found.get("path") else None
 
 
-def judge_nccl_identity(node: str, head: str, mine: dict, heads: dict, pin: NcclPin | None, image: str) -> list[Finding]:
+def nccl_measured(ident: dict, runs_in: str) -> tuple[str, str, str]:
+    """What the run prints of the NCCL torch loads: its version as text (2.28.9, never NCCL_VERSION_CODE's 22809), the
+    library and where the variable NCCL_VERSION said otherwise or nothing."""
+    where = "linked into torch" if ident.get("static") else f"{ident.get('path')} build id {ident.get('build_id')}"
+    return ("NCCL torch loads", str(ident.get("version") or "?"),
+            f"{where}; NCCL_VERSION={ident.get('env_nccl_version') or 'unset'} in {runs_in}")
+
+
+def judge_nccl_identity(node: str, head: str, mine: dict, heads: dict, pin: NcclPin | None, image: str,
+                        canary_python: str | None = None) -> list[Finding]:
     """The libnccl torch's calls reach: the same path, version and build id as on rank 0, and so the library vLLM's pynccl
     loads; the deploy.nccl pin when set; a warning when pynccl loads another library than torch (two builds in one
     process: an LD_PRELOAD or VLLM_NCCL_SO_PATH); and the image's NCCL_VERSION variable, when set, naming the library's
-    version (else a warning: the variable lies)."""
+    version (else a warning: the variable lies). `canary_python`: the canary ran in that python on the node, not in the
+    image (deploy.canary_python, a machine without docker): the variable is that environment's, and so is its fix."""
     findings = []
+    if canary_python:
+        holder = f"the environment deploy.canary_python ({canary_python}) runs in"
+        unstale = (f"unset NCCL_VERSION, or set it to the loaded library's version, where {canary_python} runs on {node} "
+                   "(the SSH user's environment: ~/.bashrc, /etc/environment, a container's ENV); the deployment image "
+                   "is not what was read")
+    else:
+        holder = f"the image {image}"
+        unstale = "rebuild the image with the variable set to the NCCL it ships, or drop it"
     if node != head:
         differs = [k for k in ("path", "version", "build_id") if mine.get(k) != heads.get(k)]
         if differs:
@@ -151,8 +169,9 @@ def judge_nccl_identity(node: str, head: str, mine: dict, heads: dict, pin: Nccl
     env = mine.get("env_nccl_version")
     if env and mine.get("version") and not (env == mine["version"] or env.startswith(mine["version"] + "-")
                                             or env.startswith(mine["version"] + "+")):
-        findings.append(Finding(Code.IMAGE_NCCL_ENV_STALE, node, f"the image's NCCL_VERSION={env}, but torch loads "
-                                f"{nccl_text(mine)}", f"NCCL_VERSION naming the loaded library ({mine['version']})", warning=True))
+        findings.append(Finding(Code.IMAGE_NCCL_ENV_STALE, node, f"NCCL_VERSION={env} in {holder}, but torch loads "
+                                f"{nccl_text(mine)}", f"NCCL_VERSION naming the loaded library ({mine['version']})", warning=True,
+                                holder=holder, unstale=unstale))
     return findings
 
 

@@ -56,9 +56,14 @@ def judge_speed(node: str, link: Link, eth: list[EthtoolLink], expected_mbps: in
 
 
 def judge_address(node: str, link: Link, ifaces: list[Interface]) -> list[Finding]:
-    iface = next((i for i in ifaces if i.name == link.netdev), None)
+    """The link's address on its netdev; a netdev the node does not have is that (LINK_MISSING, naming the node's
+    interfaces), not an address to give it."""
+    missing = missing_netdevs(node, [link], ifaces)
+    if missing:
+        return missing
+    iface = next(i for i in ifaces if i.name == link.netdev)
     where = f"{node}:{link.netdev}"
-    have = iface.ipv4 if iface else []
+    have = iface.ipv4
     if str(link.address) not in have:
         return [Finding(Code.ADDRESS_MISSING, where, f"IPv4 {', '.join(have) or 'none'}", str(link.address),
                         netdev=link.netdev, address=str(link.address))]

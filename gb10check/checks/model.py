@@ -59,10 +59,15 @@ def parse_listing(text: str) -> CacheListing:
     return listing
 
 
-def judge_cache(node: str, repo: str, listing: CacheListing, index_text: str | None) -> list[Finding]:
+def judge_cache(node: str, repo: str, listing: CacheListing, index_text: str | None, head: str | None = None) -> list[Finding]:
+    """The model's snapshot on the node: complete, links into blobs/, readable. Missing, its fix is the node's: rank 0
+    (`head`, or the node itself when None) downloads it, every other node copies rank 0's."""
     snap = listing.snapshot()
     if not snap:
-        return [Finding(Code.MODEL_MISSING, node, f"no snapshot of {repo} in the cache", f"{repo} downloaded", repo=repo)]
+        if head is None or head == node:
+            return [Finding(Code.MODEL_MISSING, node, f"no snapshot of {repo} in the cache", f"{repo} downloaded", repo=repo)]
+        return [Finding(Code.MODEL_NOT_COPIED, node, f"no snapshot of {repo} in the cache", f"{repo} copied from {head}",
+                        repo=repo, head=head)]
     findings = []
     try:
         wanted = set(json.loads(index_text)["weight_map"].values()) if index_text else set()

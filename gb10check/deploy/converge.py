@@ -5,8 +5,21 @@ import difflib
 import shlex
 
 from rich.console import Console
+from rich.markup import escape
 
+from ..errors import line
 from ..remote import RemoteNode
+
+
+def console() -> Console:
+    """The helpers' console: standard error, a message per line whatever the width (a diff line is never folded and keeps
+    its + or -, a log stays greppable), colour only on a terminal."""
+    return Console(stderr=True, soft_wrap=True)
+
+
+def error(console: Console, exc: Exception, what: str = "error") -> None:
+    """An error met on a node, in one line with its fix."""
+    console.print(f"[red]{what}[/] {escape(line(exc))}")
 
 
 def show_change(console: Console, where: str, have: str | None, want: str, check_only: bool, secret: bool = False) -> bool:
@@ -21,7 +34,7 @@ def show_change(console: Console, where: str, have: str | None, want: str, check
     if not secret:
         diff = difflib.unified_diff((have or "").splitlines(keepends=True), want.splitlines(keepends=True),
                                     f"{where} (now)", f"{where} (wanted)")
-        console.print("".join(diff), markup=False, highlight=False)
+        console.print("".join(diff), markup=False, highlight=False, soft_wrap=True)
     return True
 
 

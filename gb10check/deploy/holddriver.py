@@ -18,6 +18,7 @@ from rich.console import Console
 from .. import gather
 from ..checks import platform
 from ..remote import RemoteError, RemoteNode
+from . import converge
 from .converge import exit_code, install_file, show_change
 
 DROP_IN = "/etc/apt/apt.conf.d/51gb10check-hold-nvidia"
@@ -84,7 +85,7 @@ def step(nodes: list[RemoteNode], check_only: bool = False, blacklist: bool = Fa
          drop_in: str = DROP_IN) -> int:
     """0: every node's driver packages are (now) held, and with `blacklist` in the drop-in; 1: --check found a change;
     2: an error (named)."""
-    console = console or Console(stderr=True, soft_wrap=True)
+    console = console or converge.console()
     verb = "would change" if check_only else "changing"
     changed = errors = 0
     for remote in nodes:
@@ -129,5 +130,5 @@ def step(nodes: list[RemoteNode], check_only: bool = False, blacklist: bool = Fa
                 console.print(f"[green]written[/] {remote.name}:{drop_in} (root, mode 644)")
         except RemoteError as exc:
             errors += 1
-            console.print(f"[red]error[/] {exc}")
+            converge.error(console, exc)
     return exit_code(errors, check_only, changed)

@@ -17,6 +17,7 @@ from ..facts import ip
 from ..facts._text import ParseError
 from ..poll import wait_until
 from ..remote import RemoteError, RemoteNode
+from . import converge
 from .converge import exit_code, install_file, show_change
 
 BACKUP = ".gb10check-bak"
@@ -49,7 +50,7 @@ def rollback_command(path: str, had_file: bool) -> str:
 def step(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, console: Console | None = None,
          settle_s: float = 20) -> int:
     """0: every node has (now) its file, mode 600 and its addresses; 1: --check found a change; 2: an error."""
-    console = console or Console(stderr=True, soft_wrap=True)
+    console = console or converge.console()
     path = cluster.expect.netplan_file
     q = shlex.quote(path)
     changed = errors = 0
@@ -88,5 +89,5 @@ def step(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, co
             console.print(f"[green]applied[/] {remote.name}: {', '.join(f'{l.netdev} {l.address}' for l in remote.links)} up")
         except RemoteError as exc:
             errors += 1
-            console.print(f"[red]error[/] {exc}")
+            converge.error(console, exc)
     return exit_code(errors, check_only, changed)

@@ -23,6 +23,7 @@ from .. import gather
 from ..checks import netpath
 from ..facts.nmcli import NmProfile, NmProfiles
 from ..remote import RemoteError, RemoteNode
+from . import converge
 from .converge import exit_code
 from .netplan import missing_addresses
 
@@ -84,7 +85,7 @@ def read(remote: RemoteNode) -> tuple[NmProfiles, set[str]]:
 def step(nodes: list[RemoteNode], check_only: bool = False, delete: bool = False, console: Console | None = None) -> int:
     """0: no node has (now) a DHCP profile live on a QSFP netdev; 1: --check found one; 2: an error, or a profile that is
     netplan's to fix (named, with where)."""
-    console = console or Console(stderr=True, soft_wrap=True)
+    console = console or converge.console()
     verb = "would change" if check_only else ("deleting" if delete else "releasing")
     changed = errors = 0
     for remote in nodes:
@@ -135,5 +136,5 @@ def step(nodes: list[RemoteNode], check_only: bool = False, delete: bool = False
                               "scripts/netplan applies the links' addresses again")
         except RemoteError as exc:
             errors += 1
-            console.print(f"[red]error[/] {exc}")
+            converge.error(console, exc)
     return exit_code(errors, check_only, changed)

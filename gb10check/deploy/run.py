@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cluster import Cluster
+from ..errors import line
+from ..remote import RemoteError
 from ..serving import Api, ApiUnreachable, api_of
 from ..watch import FULL_CHECK_S, MemoryWatchdog, exited, read_log, stop_every_rank
 from . import ray as ray_flow
@@ -90,12 +92,20 @@ def launcher_for(cluster: Cluster) -> ComposeLauncher:
 
 def down(launcher: ComposeLauncher, order: list[str], say=print) -> bool:
     """`docker compose down` on every node, followers first; True when every node is down. With Ray, vLLM in rank 0's
-    container is stopped first (TERM, then KILL), then Ray with each node's container."""
+    container is stopped first (TERM, then KILL), then Ray with each node's container. A node that cannot be reached is
+    one line with its fix, and every other node is still taken down."""
     ok = True
     if hasattr(launcher, "stop_vllm"):
-        say(f"{order[0]}: vLLM {launcher.stop_vllm(order[0])}")
+        try:
+            say(f"{order[0]}: vLLM {launcher.stop_vllm(order[0])}")
+        except RemoteError as exc:
+            say(f"{order[0]}: vLLM not stopped: {line(exc)}")
+            ok = False
     for n in reversed(order):
-        result = launcher.down(n)
+        try:
+            result = launcher.down(n)
+        except RemoteError as exc:
+            result = f"not taken down: {line(exc)}"
         say(f"{n}: {result}")
         ok = ok and result == "down"
     return ok
@@ -126,6 +136,8 @@ def deploy(cluster: Cluster, launcher, record_path: Path, say=print, stall_timeo
 
     try:
         return _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, stall, ready_timeout_s, t0, clock, sleep)
+    except RemoteError as exc:  # a node lost mid-deploy: the deploy fails, named, and the other ranks stop
+        fail(line(exc), kill=True)
     except DeployFailed as exc:
         if rec.outcome == "running":  # a rank that would not start: the ranks already started must not stay up alone
             fail(str(exc), kill=False)

@@ -20,6 +20,7 @@ from rich.console import Console
 
 from ..cluster import Cluster
 from ..remote import RemoteError, RemoteNode
+from . import converge
 from .converge import show_change
 
 BEGIN, END = "# BEGIN gb10check cluster peers (managed: edits inside are replaced)", "# END gb10check cluster peers"
@@ -91,7 +92,7 @@ def write(node: RemoteNode, rel: str, text: str, mode: str) -> None:
 def run(cluster: Cluster, nodes: list[RemoteNode], key_path: Path, check_only: bool = False, console: Console | None = None) -> int:
     """0: every node has (or now has) the key, config and peers' host keys, and the mesh answers; 1: --check found
     changes; 2: errors (named)."""
-    console = console or Console(stderr=True)
+    console = console or converge.console()
     if cluster.ssh.user == "root":
         raise SshStepError("refusing to set up SSH for root (as NVIDIA's discover-sparks does): use the cluster's normal user")
     private, pub = ensure_key(key_path, console) if not check_only or key_path.exists() else (None, None)
@@ -104,7 +105,7 @@ def run(cluster: Cluster, nodes: list[RemoteNode], key_path: Path, check_only: b
         try:
             host_keys[node.name] = node.output("cat /etc/ssh/ssh_host_ed25519_key.pub").split()[:2]
         except RemoteError as exc:
-            console.print(f"[red]error[/] {exc}")
+            converge.error(console, exc)
             errors += 1
     if errors:
         return 2
@@ -129,7 +130,7 @@ def run(cluster: Cluster, nodes: list[RemoteNode], key_path: Path, check_only: b
                 if not check_only:
                     write(node, rel, want, mode)
         except RemoteError as exc:
-            console.print(f"[red]error[/] {exc}")
+            converge.error(console, exc)
             errors += 1
     if errors:
         return 2

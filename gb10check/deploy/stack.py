@@ -8,6 +8,7 @@ from rich.console import Console
 from .. import compose
 from ..cluster import Cluster
 from ..remote import RemoteError, RemoteNode
+from . import converge
 from .converge import show_change
 
 
@@ -19,7 +20,7 @@ def wanted_files(cluster: Cluster, node_name: str) -> dict[str, str]:
 
 def push(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, console: Console | None = None) -> int:
     """Returns 0 when every node has (or now has) the rendered files; 1 when --check found a difference; 2 on errors."""
-    console = console or Console(stderr=True)
+    console = console or converge.console()
     changed = errors = 0
     for node in nodes:
         for path, text in wanted_files(cluster, node.name).items():
@@ -35,7 +36,7 @@ def push(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, co
                                 f"&& mv {shlex.quote(path)}.gb10check {shlex.quote(path)}")
             except RemoteError as exc:
                 errors += 1
-                console.print(f"[red]error[/] {exc}")
+                converge.error(console, exc)
     if errors:
         return 2
     return 1 if (check_only and changed) else 0

@@ -16,6 +16,7 @@ import threading
 import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn
 
 from ..checks import model
@@ -23,6 +24,7 @@ from ..cluster import Cluster
 from ..facts.docker import Image, parse_image
 from ..facts._text import ParseError
 from ..remote import RemoteError, RemoteNode
+from . import converge
 
 SSH = "ssh -o BatchMode=yes -o ConnectTimeout=10"
 
@@ -152,7 +154,7 @@ def sync_cache(cluster: Cluster, head: RemoteNode, peer: RemoteNode, peer_ip: st
 
 def run(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, console: Console | None = None) -> int:
     """0: every node has rank 0's image and model (now); 1: --check found something to copy; 2: an error."""
-    console = console or Console(stderr=True, soft_wrap=True)  # one line per message: logs stay greppable
+    console = console or converge.console()
     by_name = {n.name: n for n in nodes}
     head = by_name[cluster.head.name]
     changed = False
@@ -161,7 +163,10 @@ def run(cluster: Cluster, nodes: list[RemoteNode], check_only: bool = False, con
             peer_ip = f.links[0].ip
             changed |= sync_image(cluster, head, by_name[f.name], peer_ip, check_only, console)
             changed |= sync_cache(cluster, head, by_name[f.name], peer_ip, check_only, console)
-    except (SyncError, RemoteError) as exc:
-        console.print(f"[red]sync failed[/] {exc}")
+    except SyncError as exc:
+        console.print(f"[red]sync failed[/] {escape(str(exc))}")
+        return 2
+    except RemoteError as exc:
+        converge.error(console, exc, "sync failed")
         return 2
     return 1 if check_only and changed else 0

@@ -39,9 +39,10 @@ def test_image_nccl(node, head, cluster, measurements):
         pytest.skip(f"{node.name}: {mine.get('reason')} in {cluster.deploy.canary_python or cluster.deploy.image}: "
                     "no NCCL library to identify")
     heads = mine if node.name == head.name else read(head, "canary_nccl")
-    measurements("image NCCL (ncclGetVersion)", node.name, float(mine.get("version_code") or 0),
-                 f"{gpu.nccl_text(mine)}; image NCCL_VERSION={mine.get('env_nccl_version') or 'unset'}")
+    what, version, unit = gpu.nccl_measured(mine, cluster.deploy.canary_python or cluster.deploy.image)
+    measurements(what, node.name, version, unit)
     machine = read(node, "machine")
     env = compose.service_environment(read(node, "vllm_service")[1]) if platform.nccl_needs_environment(mine, machine) else None
-    report(gpu.judge_nccl_identity(node.name, head.name, mine, heads, cluster.deploy.nccl, cluster.deploy.image)
+    report(gpu.judge_nccl_identity(node.name, head.name, mine, heads, cluster.deploy.nccl, cluster.deploy.image,
+                                   cluster.deploy.canary_python)
            + platform.judge_nccl_advisories(node.name, mine, machine, env))

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.preflight
 
 @reads("model_listing", "model_index")
 def test_model_artifacts(node, cluster):
-    report(model.judge_cache(node.name, cluster.deploy.model_id, read(node, "model_listing"), read(node, "model_index")))
+    report(model.judge_cache(node.name, cluster.deploy.model_id, read(node, "model_listing"), read(node, "model_index"),
+                             cluster.head.name))
 
 
 @reads("model_listing")
