@@ -19,7 +19,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from . import control, scenarios, topology
+from . import control, scenarios
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "selftests" / "captures" / "facts" / "scenarios"
@@ -95,7 +95,8 @@ def path_of(name: str) -> Path:
 
 
 def record_command(*which: str) -> str:
-    return f"sudo GB10CHECK_SIM_INSTANCE={topology.instance()} .venv/bin/gb10check sim record-scenarios {' '.join(which)}".rstrip()
+    """As root; where others share the machine, with GB10CHECK_SIM_INSTANCE=N set to an instance of your own."""
+    return f"sudo .venv/bin/gb10check sim record-scenarios {' '.join(which)}".rstrip()
 
 
 def record(name: str, say=lambda msg: None) -> Path:
