@@ -7,6 +7,8 @@ the ones left (a live network or process: ports, SSH mesh, ib_write_bw, NCCL, se
 A recording is stale when what produced it changed (registry, commands, programs, stand-ins, the scenario, its
 selection): the test fails with the command that records it again."""
 
+import re
+
 import pytest
 import yaml
 
@@ -124,3 +126,23 @@ def test_the_h200_recording_judged_through_the_plugin(tmp_path):
 
 
 NOT_RECORDED_ON_THE_H200 = {"test_gpu_compute", "test_shard_read_rate", "test_clock_skew", "test_nccl_all_gather"}
+
+
+def test_a_run_recorded_under_xdist_is_judged_the_same_from_its_recording(tmp_path):
+    """`--record DIR` under pytest-xdist (a file per worker, merged on reading) on a one-node cluster that is this machine
+    (no root): judged again with `--facts-from DIR`, every check gives the outcome and the codes it gave live, except the
+    clock, which is read live, and is then not-recorded."""
+    from .test_local_connection import local_cluster
+
+    cluster = local_cluster(tmp_path)
+    folder = tmp_path / "recorded"
+    live = run_suite(cluster, f"--record={folder}", "-m", "preflight", "-n", "2")
+    assert sorted(p.name for p in folder.iterdir()) == ["recording-gw0.json.gz", "recording-gw1.json.gz"]
+    again = run_suite(cluster, f"--facts-from={folder}", "-m", "preflight")
+    assert set(again.results) == set(live.results)
+    codes = lambda o: (o.outcome, sorted(set(re.findall(r"\[([a-z0-9-]+)\] ", o.message))))  # noqa: E731
+    clock = [t for t in live.results if "test_clock_skew" in t]
+    assert clock and all(again.results[t].outcome == "not checked" and "[not-recorded]" in again.results[t].message for t in clock)
+    assert {t: codes(o) for t, o in again.results.items() if t not in clock} == \
+        {t: codes(o) for t, o in live.results.items() if t not in clock}
+    assert any(o.outcome == "passed" for o in again.results.values())  # it judged, from the recording
