@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gb10check.cluster import load_cluster  # noqa: E402
 from gb10check.checks.serving import judge_decode_run  # noqa: E402
-from gb10check.serving import THROUGHPUT_PROMPT, Api, measure_decode, medians  # noqa: E402
+from gb10check.serving import THROUGHPUT_PROMPT, api_of, measure_decode, medians  # noqa: E402
 from gb10check.sim import provision  # noqa: E402
 
 
@@ -35,8 +35,7 @@ def main() -> int:
     ap.add_argument("--hf-home", default=str(provision.hub()))
     args = ap.parse_args()
     cluster = load_cluster(args.cluster)
-    key_env = cluster.serving.api_key_env
-    api = Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None)
+    api = api_of(cluster)
     runs = []
     for _ in range(args.runs):
         reply, timed = measure_decode(api, cluster.deploy.served_model_name, cluster.serving.decode_max_tokens)
@@ -50,7 +49,7 @@ def main() -> int:
         data = Path(tmp) / "prompts.jsonl"
         data.write_text(json.dumps({"prompt": THROUGHPUT_PROMPT}) + "\n")
         result = Path(tmp) / "result.json"
-        cmd = [args.vllm, "bench", "serve", "--backend", "openai-chat", "--base-url", cluster.base_url.removesuffix("/v1"),
+        cmd = [args.vllm, "bench", "serve", "--backend", "openai-chat", "--base-url", api.root,
                "--endpoint", "/v1/chat/completions", "--model", cluster.deploy.model_id,
                "--served-model-name", cluster.deploy.served_model_name, "--dataset-name", "custom",
                "--dataset-path", str(data), "--custom-output-len", str(out_len), "--num-prompts", str(args.runs),
@@ -65,12 +64,12 @@ def main() -> int:
         bench = json.loads(result.read_text())
     ours_decode, ours_e2e = ours["decode_tok_s"], ours["e2e_tok_s"]
     vllm_decode = 1000 / bench["mean_tpot_ms"]
-    print(f"server            {cluster.base_url} ({cluster.deploy.served_model_name})")
+    print(f"server            {api.base_url} ({cluster.deploy.served_model_name})")
     print(f"output length     {out_len} tokens, concurrency 1, {args.runs} runs each")
     print(f"gb10check decode  {ours_decode:8.2f} tok/s (median; e2e {ours_e2e:.2f} tok/s, "
-          f"TTFT {1000 * ours['ttft_s']:.0f} ms)")
+          f"TTFT {ours['ttft_s']:.3f} s)")
     print(f"vllm bench decode {vllm_decode:8.2f} tok/s (1000 / mean TPOT {bench['mean_tpot_ms']:.2f} ms; "
-          f"output throughput {bench['output_throughput']:.2f} tok/s, mean TTFT {bench['mean_ttft_ms']:.0f} ms)")
+          f"output throughput {bench['output_throughput']:.2f} tok/s, mean TTFT {bench['mean_ttft_ms'] / 1000:.3f} s)")
     print(f"ratio             {ours_decode / vllm_decode:8.3f} (gb10check / vllm bench)")
     return 0
 

@@ -1,8 +1,10 @@
 """Known-bad versions on GB10 clusters: one table of data, judged against each node's facts.
 
 Each advisory names what it is, which versions it affects (a kernel release pattern, a kernel command-line
-parameter whose absence matters, a BIOS date before which it applies, a driver version range, or the NVIDIA
-driver packages being open to unattended upgrades), the symptom users see, the fix, and the public report it
+parameter whose absence matters, a BIOS date before which it applies, a driver version range, the NVIDIA
+driver packages being open to unattended upgrades, or the NCCL the serving image's torch really loads: its version
+range, its build and the node's architecture, a development build, an environment variable the serving container
+lacks), the symptom users see, the fix, and the public report it
 comes from. Every criterion given must hold for a node to be affected; a fact the node did not give (no DMI
 table, no driver) never makes it affected. `checks.platform.judge_advisories` reads this table; an entry whose
 `check` names another test is judged there instead (the driver packages: `test_driver_packages_held`, which
@@ -28,6 +30,13 @@ class Advisory:
     driver_min: str | None = None  # NVIDIA driver version range, min included
     driver_max: str | None = None  # max excluded
     driver_unheld: bool = False  # affected when NVIDIA driver packages can be upgraded behind the running module
+    # The NCCL torch loads in the serving image, as gb10check/canary/nccl.py reports it (judged by test_image_nccl):
+    nccl_min: str | None = None  # version range, min included
+    nccl_max: str | None = None  # max excluded
+    nccl_build: str | None = None  # "pip wheel" (a Python package's nvidia/nccl/lib), "system package" (/usr/lib/<triplet>)
+    machine: str | None = None  # the node's `uname -m` (the image runs the node's architecture)
+    nccl_dev: bool = False  # a development build: the library's own banner has a suffix after X.Y.Z
+    env_lacks: str | None = None  # affected unless the serving container's environment holds this NAME=VALUE
     check: str | None = None  # the test that judges it, when not test_advisories
 
 
@@ -66,6 +75,45 @@ ADVISORIES: tuple[Advisory, ...] = (
         source="https://github.com/pando85/homelab/pull/4110",
         driver_unheld=True,
         check="test_driver_packages_held",
+    ),
+    Advisory(
+        id="nccl-aarch64-proxy-wedge",
+        what="NCCL up to 2.29.2 from a pip wheel on aarch64",
+        symptom="a TP=2 pair wedges after 20-26 minutes of concurrent load: proxy-op slots leak (a weak compare-and-swap "
+                "retry) and one rank spins silently while the other waits (vLLM issues 41725 and 42354; the DGX OS "
+                "build of 2.28.9 did not wedge)",
+        fix="make torch in the image load NCCL 2.29.3 or later (pip install 'nvidia-nccl-cu13>=2.29.3' in the image), or "
+            "the DGX OS system library (link /usr/lib/aarch64-linux-gnu/libnccl.so.2 over the wheel's "
+            "nvidia/nccl/lib/libnccl.so.2), the same on every node; then pin it with deploy.nccl",
+        source="https://github.com/NVIDIA/nccl/issues/2353",
+        fail=True,
+        nccl_max="2.29.3",
+        nccl_build="pip wheel",
+        machine="aarch64",
+        check="test_image_nccl",
+    ),
+    Advisory(
+        id="nccl-2.30.4-nvls",
+        what="NCCL 2.30.4 without NCCL_NVLS_ENABLE=0",
+        symptom="loading a mixture-of-experts model's weights hangs in NCCL's NVLS set-up",
+        fix="set NCCL_NVLS_ENABLE: \"0\" in the serving container's environment (deploy.extra_environment), or use "
+            "another NCCL release",
+        source="https://github.com/NVIDIA/nccl/issues/2167",
+        fail=True,
+        nccl_min="2.30.4",
+        nccl_max="2.30.5",
+        env_lacks="NCCL_NVLS_ENABLE=0",
+        check="test_image_nccl",
+    ),
+    Advisory(
+        id="nccl-dev-build",
+        what="a development build of NCCL (a suffix after X.Y.Z in its version banner)",
+        symptom="all_gather ran at 3 GB/s bus bandwidth on a GB10 pair against 23.7 GB/s for the release build",
+        fix="use a release build of NCCL in the image (a pip wheel of 2.29.3 or later, or the DGX OS libnccl2), the same "
+            "on every node",
+        source="https://github.com/NVIDIA/dgx-spark-playbooks/pull/103",
+        nccl_dev=True,
+        check="test_image_nccl",
     ),
 )
 

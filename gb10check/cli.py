@@ -1,4 +1,4 @@
-"""gb10check command line: parse (and the subcommands other modules add)."""
+"""gb10check command line: init, check (the suite's stages), parse, the helper steps, the gate, the simulation."""
 
 import argparse
 import contextlib
@@ -40,6 +40,48 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from . import suite
+
+    path = Path(args.path)
+    if path.exists() and not args.force:
+        print(f"gb10check init: {path} exists; edit it, or write another path (--force overwrites it)", file=sys.stderr)
+        return 1
+    try:
+        text = suite.example().read_text()
+        path.write_text(text)
+    except (OSError, suite.SuiteMissing) as exc:
+        print(f"gb10check init: cannot write {path}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {path}: the field report's PGX pair, profile gb10. Edit ssh, nodes (addresses, links) and deploy, "
+          f"then: gb10check check preflight --cluster={path}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from . import suite
+
+    # After the stage everything is pytest's but gb10check's own --cluster and -m, read here.
+    late = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    late.add_argument("--cluster")
+    late.add_argument("-m", dest="marker")
+    got, rest = late.parse_known_args(args.pytest_args)
+    cluster, narrower = got.cluster or args.cluster, got.marker or args.marker
+    marker = f"{args.stage} and ({narrower})" if narrower else args.stage
+    try:
+        argv = [sys.executable, "-m", "pytest", *suite.pytest_argv(marker, cluster, rest)]
+    except suite.SuiteMissing as exc:
+        print(f"gb10check check: {exc}", file=sys.stderr)
+        return 2
+    with subprocess.Popen(argv) as proc:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # pytest got it too: it stops the run and writes what it has
+            return proc.wait()
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     from .gather import recording
 
@@ -59,6 +101,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gb10check", description="Checks for vLLM tensor parallelism across GB10 machines.")
     parser.add_argument("--version", action="version", version=f"gb10check {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("init", help="write a commented cluster file to edit (the field report's PGX pair, profile gb10)")
+    p.add_argument("path", nargs="?", default="cluster.yaml", help="the file to write (default ./cluster.yaml)")
+    p.add_argument("--force", action="store_true", help="overwrite the file if it exists")
+    p.set_defaults(func=cmd_init)
+    from .suite import STAGES
+
+    p = sub.add_parser("check", allow_abbrev=False, help="run a stage of the suite's checks (pytest; its options pass through)",
+                       description="Run one stage of the suite's checks: pytest with the suite's ini, markers and plugin. "
+                                   "Any option gb10check does not know is pytest's (-n 4, -k EXPR, -x, --junitxml=FILE, "
+                                   "--report-dir=DIR ...).")
+    p.add_argument("stage", choices=STAGES, help="the stage (a pytest marker)")
+    p.add_argument("--cluster", help="cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("-m", dest="marker", metavar="EXPR", help="narrow the stage further: runs -m 'STAGE and (EXPR)' "
+                                                             "(e.g. -m 'not slow'; a partial run, the gate stays shut)")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest's options (and --cluster, -m), after the stage")
+    p.set_defaults(func=cmd_check)
     p = sub.add_parser("parse", help="print what the suite reads from a tool's output, as JSON")
     p.add_argument("kind", nargs="?", help="what the text is (see --list; a tool's dashes may stand for underscores)")
     p.add_argument("file", nargs="?", help="file to read; - or nothing for standard input")
@@ -447,7 +505,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     try:
         if args.sim_command == "up":
-            print(control.up(args.nodes, args.scenario, init=args.init, executor=args.executor))
+            path = control.up(args.nodes, init=args.init, executor=args.executor)
+            if args.scenario:
+                scenarios.apply(args.scenario)
+                print(f"scenario {args.scenario} applied", file=sys.stderr)
+            print(path)
         elif args.sim_command == "down":
             control.down()
         elif args.sim_command == "status":

@@ -16,8 +16,6 @@
 Each hands out one of the plugin's private, parametrized values (gb10check/plugin.py says why).
 """
 
-import os
-
 import pytest
 
 from .plugin import MEASUREMENT, TABLE
@@ -76,10 +74,9 @@ def node_pair(_gb10check_node_pair):
 @pytest.fixture(scope="session")
 def api(cluster):
     """The served API (rank 0, or serving.base_url), with the key from serving.api_key_env when set."""
-    from .serving import Api
+    from .serving import api_of
 
-    key_env = cluster.serving.api_key_env
-    return Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None)
+    return api_of(cluster)
 
 
 @pytest.fixture(scope="session")

@@ -49,8 +49,8 @@ from .report import Run, cause_key, causes, skip_reason, skips, write
 from .stage import GATED, STAGES, file_hash, record_stages
 from .verdict import Degraded, Finding, NotChecked, recording, report
 
-HINT = ("no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or copy cluster.example.yaml to cluster.yaml "
-        "and edit it (or run `gb10check sim up` and use the file it writes)")
+HINT = ("no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or write a commented cluster.yaml with "
+        "`gb10check init` and edit it (or run `gb10check sim up` and use the file it writes)")
 PREFIX = "_gb10check_"
 
 CLUSTER_KEY = pytest.StashKey[Cluster]()
@@ -85,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # pytest picks its root before plugins add options, so it took PATH for a test path.
         raise pytest.UsageError(f"write --cluster={given} (with '='): with a space, pytest takes the path for a test path, "
                                 f"picks {config.rootpath} as its root and misses gb10check's pytest.ini")
+    suite_markers(config)
     config.addinivalue_line("markers", "gb10check_reads(*facts): the facts a check reads (gb10check.gather.reads)")
     if config.getoption("--record") and config.getoption("--facts-from"):
         raise pytest.UsageError("--record and --facts-from together: a run judged from a recording gathers nothing to record")
@@ -96,6 +97,24 @@ def pytest_configure(config: pytest.Config) -> None:
     # An explicitly named file is validated before anything runs: a bad file stops here, in one line.
     if given or os.environ.get("GB10CHECK_CLUSTER"):
         get_cluster(config)
+
+
+def suite_markers(config: pytest.Config) -> None:
+    """The suite's markers, from its pytest.ini, where another ini is in use (`pytest --pyargs gb10check.tests`)."""
+    import configparser
+
+    from . import suite
+
+    try:
+        ini = suite.ini().resolve()
+    except suite.SuiteMissing:
+        return
+    if config.inipath is not None and Path(config.inipath).resolve() == ini:
+        return
+    parsed = configparser.ConfigParser(interpolation=None)
+    parsed.read(ini)
+    for line in parsed.get("pytest", "markers", fallback="").strip().splitlines():
+        config.addinivalue_line("markers", line.strip())
 
 
 def get_cluster(config: pytest.Config) -> Cluster:
@@ -301,11 +320,8 @@ def _remote_finding(exc: RemoteError) -> Finding:
     name = node.name if node is not None else "node"
     if isinstance(exc, NotRecorded):
         return Finding(Code.NOT_RECORDED, name, str(exc), "a recording that holds it")
-    if isinstance(exc, NodeUnreachable):
-        ssh = node.ssh if node is not None else None
-        return Finding(Code.UNREACHABLE, name, str(exc), "an SSH session", user=ssh.user if ssh else "USER",
-                       address=node.spec.address if node is not None else "ADDRESS",
-                       port=(node.spec.ssh_port or ssh.port) if node is not None else 22)
+    if isinstance(exc, NodeUnreachable):  # its own kind's code and fix; not checked here, the reachability check's failure
+        return Finding(exc.code, name, str(exc), "an SSH session", unchecked=True, **exc.params)
     code = Code.COMMAND_TIMEOUT if isinstance(exc, CommandTimeout) else Code.COMMAND_FAILED
     return Finding(code, name, str(exc), "the command to complete", command=exc.command or "the command")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gather.registry import FACTS
-from .remedies import NOT_CHECKED, REMEDIES, Code
+from .remedies import NOT_CHECKED, REACH, REMEDIES, Code
 
 PACKAGE = Path(__file__).resolve().parent
 SUITE = PACKAGE.parent / "tests"  # the checks users run
@@ -62,9 +62,12 @@ def _codes_in(body: ast.AST) -> dict[Code, set[str]]:
     found: dict[Code, set[str]] = {}
     built = set()
     for n in ast.walk(body):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Finding" and n.args and _code(n.args[0]):
-            found.setdefault(_code(n.args[0]), set()).update(_kinds(n))
-            built.add(id(n.args[0]))
+        # Finding(Code.X, ..., warning=...), or a row of a table of them: SomeRow(..., Code.X, ..., warning=...)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            for arg in n.args:
+                if _code(arg) is not None:
+                    found.setdefault(_code(arg), set()).update(_kinds(n))
+                    built.add(id(arg))
     for n in ast.walk(body):
         if id(n) not in built and (code := _code(n)) is not None:
             found.setdefault(code, set()).add("failure")  # a code handed to a helper that builds the Finding
@@ -100,9 +103,15 @@ def judge_index() -> dict[tuple[str, str], tuple[dict[Code, set[str]], set[tuple
     for path in [*sorted(JUDGES.glob("*.py")), PROGRAMS]:
         tree = ast.parse(path.read_text(), str(path))
         modules = _imported_judges(tree, path.stem)
+        # The module's tables (KERNEL_SIGNS ...): a function that reads one can report the codes in its rows.
+        tables = {n.targets[0].id: n.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
         for fn in tree.body:
             if isinstance(fn, ast.FunctionDef):
-                index[(path.stem, fn.name)] = (_codes_in(fn), _calls(fn, modules, path.stem))
+                codes = _codes_in(fn)
+                for name in sorted({x.id for x in ast.walk(fn) if isinstance(x, ast.Name) and x.id in tables}):
+                    for code, kinds in _codes_in(tables[name]).items():
+                        codes.setdefault(code, set()).update(kinds)
+                index[(path.stem, fn.name)] = (codes, _calls(fn, modules, path.stem))
     return index
 
 
@@ -168,6 +177,8 @@ def checks(suite: Path = SUITE) -> list[Check]:
             args = [a.arg for a in fn.args.args]
             bodies = [fn] + [helpers[name] for (_, name) in _calls(fn, {}, "") if name in helpers]
             codes: dict[Code, set[str]] = {}
+            if any(isinstance(n, ast.Name) and n.id == "NodeUnreachable" for n in ast.walk(fn)):
+                codes.update({code: {"failure"} for code in REACH})  # it judges the way a node could not be reached
             for body in bodies:
                 reported = set().union(*(_calls(r, modules, None) for r in _reported(body)))
                 reported |= {(PROGRAMS.stem, name) for (_, name) in _calls(body, {}, "") if name in gathering}
@@ -228,7 +239,10 @@ def render(suite: Path = SUITE) -> str:
     out += ["## Not checked", "", "We could not look: never a pass, never blamed on the cluster, and the gate refuses a stage "
             "that has any unless the cluster file waives its code. Every check that reads a fact can be stopped by the causes "
             "of that fact (its command timed out or failed, its output could not be read, its tool is missing, root was "
-            "refused, a fact it depends on is absent); the checks named report the code themselves.", ""]
+            "refused, a fact it depends on is absent); the checks named report the code themselves. A node that cannot be reached "
+            "or refuses the runner fails its reachability check with the way it failed (ssh-no-route, ssh-refused, "
+            "ssh-timeout, ssh-name-unresolved, host-key-unknown, host-key-changed, ssh-key-refused; node-unreachable: the "
+            "connection broke mid-run), and every other check of that node is not checked with the same code, told once.", ""]
     for code in sorted(NOT_CHECKED, key=list(Code).index):
         who = ", ".join(f"[`{c.name}`](#{c.name})" for c in by_code.get(code, []))
         out += [f"### {code.value}", "", f"fix: {_escape(REMEDIES[code])}", ""] + ([f"reported by {who}", ""] if who else [])

@@ -3,7 +3,8 @@
 provision (once) -> sim up -> preflight + network, one full run of both stages (recording the stage status) -> gate
 (with --no-slow the network run is partial: the gate is passed by a logged override that says so) -> deploy the
 real two-node vLLM (TP=2, rank 0 first, rank 1 headless, watchdog on) -> serving -> sim down. Each suite runs as a user runs it (`python -m pytest ...`)
-and writes its JUnit XML and report into the rehearsal's folder.
+and writes its JUnit XML and report into the rehearsal's folder; the suite is the package's own (gb10check.suite), run
+from the rehearsal's folder, so a wheel rehearses as a clone does.
 """
 
 import subprocess
@@ -11,19 +12,18 @@ import sys
 import time
 from pathlib import Path
 
-from . import stage
+from . import stage, suite
 from .cluster import load_cluster
 from .deploy.run import ComposeLauncher, DeployFailed, deploy
 from .sim import control, provision
 
-REPO = Path(__file__).resolve().parent.parent
 
-
-def suite(cluster: Path, out: Path, name: str, marker: str) -> int:
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", marker, f"--cluster={cluster}",
-            f"--report-dir={out / name}", f"--junitxml={out / name / 'junit.xml'}"]
+def run_stage(cluster: Path, out: Path, name: str, marker: str) -> int:
+    argv = [sys.executable, "-m", "pytest", *suite.pytest_argv(marker, str(cluster), [
+        "-p", "no:cacheprovider", "-q", f"--report-dir={out / name}", f"--junitxml={out / name / 'junit.xml'}"])]
     print(f"== {name}: pytest -m \"{marker}\"", flush=True)
-    return subprocess.run(argv, cwd=REPO, timeout=1800).returncode  # a stage that hangs ends the rehearsal, named by its stage
+    out.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(argv, cwd=out, timeout=1800).returncode  # a stage that hangs ends the rehearsal, named by its stage
 
 
 def rehearse(out: Path, slow: bool = True) -> int:
@@ -43,7 +43,7 @@ def rehearse(out: Path, slow: bool = True) -> int:
         cluster = control.up(2)
         done("sim up", "ok", t0)
         t0 = time.monotonic()
-        rc = suite(cluster, out, "preflight-network", "preflight or network" if slow else "(preflight or network) and not slow")
+        rc = run_stage(cluster, out, "preflight-network", "preflight or network" if slow else "(preflight or network) and not slow")
         done("preflight + network", "passed" if rc == 0 else f"FAILED (exit {rc})", t0)
         override = None if slow else "rehearse --no-slow: the network stage ran without its slow runs"
         if not stage.gate(cluster, max_age_s=3600, override=override, step="rehearse"):
@@ -62,7 +62,7 @@ def rehearse(out: Path, slow: bool = True) -> int:
             finally:
                 launcher.close()
             t0 = time.monotonic()
-            rc = suite(cluster, out, "serving", "serving")
+            rc = run_stage(cluster, out, "serving", "serving")
             done("serving", "passed" if rc == 0 else f"FAILED (exit {rc})", t0)
     except Exception as exc:  # noqa: BLE001 - the summary names whatever stopped the rehearsal
         stages.append(("stopped", f"{type(exc).__name__}: {exc}", 0.0))

@@ -9,6 +9,15 @@ from enum import Enum
 
 class Code(str, Enum):
     SSH_USER = "ssh-user"
+    # The node cannot be reached or refuses the runner: test_ssh_user fails with one of these, and every other check of
+    # that node is not checked for the same cause (REACH below).
+    SSH_NO_ROUTE = "ssh-no-route"
+    SSH_REFUSED = "ssh-refused"
+    SSH_TIMEOUT = "ssh-timeout"
+    SSH_NAME_UNRESOLVED = "ssh-name-unresolved"
+    HOST_KEY_UNKNOWN = "host-key-unknown"
+    HOST_KEY_CHANGED = "host-key-changed"
+    SSH_KEY_REFUSED = "ssh-key-refused"
     NODE_UNREACHABLE = "node-unreachable"
     OS_PARITY = "os-parity"
     GPU_NAME = "gpu-name"
@@ -91,6 +100,12 @@ class Code(str, Enum):
     REBOOT_REQUIRED = "reboot-required"
     DRIVER_NOT_HELD = "driver-not-held"
     KERNEL_LOG = "kernel-log"
+    KERNEL_PCIE_FATAL = "kernel-pcie-fatal"
+    KERNEL_NIC_RESET = "kernel-nic-reset"
+    KERNEL_LOCKUP = "kernel-lockup"
+    KERNEL_HUNG_TASK = "kernel-hung-task"
+    KERNEL_THERMAL = "kernel-thermal"
+    KERNEL_HOT = "kernel-hot"
     RDMA_ERROR_COUNTERS = "rdma-error-counters"
     NM_DHCP_QSFP = "nm-dhcp-qsfp"
     ROCE_MTU = "roce-mtu"
@@ -109,7 +124,6 @@ class Code(str, Enum):
     RAY_GPUS = "ray-gpus"
     COMPOSE_RAY_ROLE = "compose-ray-role"
     # Not checked: we could not look (never a pass, never a fault of the cluster).
-    UNREACHABLE = "unreachable"
     COMMAND_TIMEOUT = "command-timeout"
     COMMAND_FAILED = "command-failed"
     GARBLED = "garbled-output"
@@ -158,8 +172,33 @@ SOAK_NCCL_FIX = ("the field's TP=2 hang after 20-26 minutes of concurrent load (
 REMEDIES: dict[Code, str] = {
     Code.SSH_USER: "create user {user} on {node} (NVIDIA's cluster scripts need the same user name on every node), "
                    "install the runner's key for it, or fix ssh.user in the cluster file",
-    Code.NODE_UNREACHABLE: "check that {node} is on and on the management LAN, that sshd runs there (systemctl status ssh) "
-                           "and that its address and port in the cluster file are right; then: ssh -p {port} {user}@{address} true",
+    Code.SSH_NO_ROUTE: "this machine has no route to {address}: check that {node} is on and cabled to the management LAN, "
+                       "that `ip route get {address}` here leaves by the management interface, and that the cluster file "
+                       "gives {node}'s management address (not a QSFP link's); then: ssh -p {port} {user}@{address} true",
+    Code.SSH_REFUSED: "{address} answers but nothing accepts SSH on port {port}: on {node} start sshd (sudo systemctl enable "
+                      "--now ssh; `sudo ss -tlnp | grep sshd` shows its port) and check the port in the cluster file (ssh.port, "
+                      "nodes[].ssh_port) and that no firewall rejects it (sudo ufw allow {port}/tcp)",
+    Code.SSH_TIMEOUT: "nothing came back from {address}:{port} within ssh.connect_timeout_s: a firewall on {node} or between "
+                      "drops the packets (sudo ufw allow {port}/tcp on {node}; `sudo ufw status`), or {node} is off or hung "
+                      "(ping {address}, its console); then: ssh -p {port} {user}@{address} true",
+    Code.SSH_NAME_UNRESOLVED: "the name {address} does not resolve on this machine (getent hosts {address} prints nothing): "
+                              "give {node}'s IP address in the cluster file, or add the name to DNS or /etc/hosts",
+    Code.HOST_KEY_UNKNOWN: "{kh_name} is not in {known_hosts}: read {node}'s key fingerprint on the node itself "
+                           "(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), fetch the key (ssh-keyscan -p {port} "
+                           "{address} > /tmp/{node}.key; ssh-keygen -lf /tmp/{node}.key) and append it to {known_hosts} only "
+                           "if the fingerprints match; host keys stay verified",
+    Code.HOST_KEY_CHANGED: "{node} offers another host key than {known_hosts} holds for {kh_name}: verify it first (on the "
+                           "node's console: ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub, against the fingerprint seen); "
+                           "if {node} was reinstalled and they match, remove the old key (ssh-keygen -f {known_hosts} -R "
+                           "'{kh_name}') and add the new one (ssh-keyscan -p {port} {address} >> {known_hosts}); if they "
+                           "differ, something else answers at {address}: stop. Never turn host key checking off",
+    Code.SSH_KEY_REFUSED: "{node} refused {user} with the runner's key ({identity}): the account {user} must exist on {node} "
+                          "(NVIDIA's cluster scripts need the same user name on every node) and hold the key's public half "
+                          "in ~{user}/.ssh/authorized_keys (ssh-copy-id -i {identity} -p {port} {user}@{address}), or fix "
+                          "ssh.user / ssh.identity_file in the cluster file; then: ssh -i {identity} -p {port} {user}@{address} true",
+    Code.NODE_UNREACHABLE: "the SSH connection to {node} ({address}:{port}) broke: check that {node} is still up (it may have "
+                           "rebooted or run out of memory: journalctl -b -1 on it), that sshd runs (systemctl status ssh), "
+                           "then: ssh -p {port} {user}@{address} true",
     Code.MODEL_CONFIG: "check config.json and model.safetensors.index.json of {repo} on {node} (a partial download or a "
                        "hand-edited file): gb10check sync copies rank 0's",
     Code.OS_PARITY: "install the same DGX OS / GB10 image and kernel on {node} as on {head} (apt full-upgrade on both, then reboot)",
@@ -280,6 +319,34 @@ REMEDIES: dict[Code, str] = {
     Code.KERNEL_LOG: "read the lines ({what}) in sudo journalctl -k -b on {node}: an Xid names the GPU fault (NVIDIA's Xid "
                      "catalogue), NV_ERR_NO_MEMORY and OOM kills mean unified memory ran out (lower gpu_memory_utilization or "
                      "max_model_len), mlx5 link down means the cable or the peer port flapped; a reboot clears the log",
+    Code.KERNEL_PCIE_FATAL: "power {node} off at the wall and on before deploying, update its BIOS and ConnectX-7 firmware "
+                            "(sudo fwupdmgr update) and reseat its QSFP cables; if it comes back, ask the vendor (the same port "
+                            "failing again is hardware). A failure, not a warning: a fatal uncorrectable PCIe error reset the "
+                            "link of the device the lines name (on a GB10, 0000:01:00 and 0002:01:00 are the ConnectX-7 behind "
+                            "the root ports 0000:00:00.0 and 0002:00:00.0, 000f:01:00 the GPU), and what ran over it (RDMA "
+                            "queues, NCCL communicators) is gone; a head wedged after one (MiaAI-Lab DSpark issue 146)",
+    Code.KERNEL_NIC_RESET: "power {node} off at the wall and on before deploying, then read the AER lines before these "
+                           "(kernel-pcie-fatal) for the cause. A failure, not a warning: PCI error recovery reset a ConnectX-7 "
+                           "(mlx5_pci_err_detected, mlx5_pci_slot_reset), and its RDMA queues and every NCCL communicator over "
+                           "them died with it; a head wedged after one (MiaAI-Lab DSpark issue 146)",
+    Code.KERNEL_LOCKUP: "reboot {node} before deploying; if the lines name nvidia or a vLLM process, lower "
+                        "gpu_memory_utilization or max_model_len before serving again. A failure, not a warning: a CPU was "
+                        "stuck in the kernel for tens of seconds (the task in brackets), and a GPU driver spinning in "
+                        "nv_alloc_system_pages (a model too big for unified memory, see model-wedge) or a wedged device ends "
+                        "only with a reboot",
+    Code.KERNEL_HUNG_TASK: "read the task the lines name and its stack (sudo journalctl -k -b on {node}); if it is a GPU "
+                           "process (python3, VLLM::EngineCore, nvidia-smi) or still in state D (ps -eo stat,pid,comm | grep "
+                           "'^D'), reboot {node} before deploying. A warning, not a failure: the task waited in the kernel "
+                           "past the hung-task timeout and may since have gone on; heavy writeback (a model copy, a full "
+                           "disk) prints it too",
+    Code.KERNEL_THERMAL: "check the cooling of {node} (air intake and exhaust free, fans running, room temperature, nothing "
+                         "stacked on it), then power it off and on; do not serve on it until it stays below its trip points "
+                         "under load. A failure, not a warning: it reached a critical temperature this boot, and the kernel "
+                         "shuts a node down there",
+    Code.KERNEL_HOT: "check the cooling of {node} (air intake and exhaust free, fans running, room temperature; for "
+                     "mlx5_core lines the air over the ConnectX-7 and its QSFP modules, whose temperatures ethtool -m "
+                     "shows). A warning, not a failure: a part ran hot but below its critical trip point, and serves "
+                     "(a CPU throttled, slower); at the trip point the kernel shuts the node down (kernel-thermal)",
     Code.RDMA_ERROR_COUNTERS: "errors on {device} port {port} of {node}: reseat or replace the QSFP cable and check the peer "
                               "port; the counters in /sys/class/infiniband/{device}/ports/{port}/counters reset at reboot",
     Code.NM_DHCP_QSFP: "scripts/nm-release-qsfp --node {node} (shows, then turns its autoconnect off and takes it down; "
@@ -397,16 +464,15 @@ REMEDIES: dict[Code, str] = {
                            "--runtime=docker && sudo systemctl restart docker), then retry `{command}`",
     Code.STALE_CONTAINER: "stop it before deploying: on {node} run `docker compose down` in {workdir} (or docker rm -f {name}); "
                           "a second engine on the node holds unified memory the new one needs",
-    Code.UNREACHABLE: "ssh {user}@{address} -p {port} true (as the runner, with its key and known_hosts); once it answers, run "
-                      "the checks again",
     Code.COMMAND_TIMEOUT: "run `{command}` on {node} by hand and see where it hangs; raise ssh.command_timeout_s if it is only slow",
     Code.COMMAND_FAILED: "run `{command}` on {node} by hand and read its error",
     Code.GARBLED: "run `{command}` on {node} by hand and compare its output with what gb10check expects "
                   "(`gb10check parse {kind} FILE` shows what the suite reads from a saved output)",
     Code.DRY_RUN_FAILED: "run `{command}` on {node} by hand and read why the dry run could not start",
     Code.TOOL_MISSING: "install {package} on {node} (it provides `{tool}`), then run the checks again",
-    Code.SUDO_REFUSED: "give the SSH user passwordless sudo on {node} for the checks (a sudoers drop-in with NOPASSWD), or "
-                       "connect as root; then run the checks again",
+    Code.SUDO_REFUSED: "let {user} run sudo without a password on {node}: sudo visudo -f /etc/sudoers.d/zz-gb10check and "
+                       "write the line `{user} ALL=(ALL) NOPASSWD: ALL` (visudo checks it; sudo follows the last line that "
+                       "matches, and zz- reads after the other drop-ins), or connect as root; then run the checks again",
     Code.SUDO_MISSING: "install sudo on {node} (apt install sudo) and give the SSH user passwordless sudo, or connect as root",
     Code.NO_RDMA: "on {node}: `ls /sys/class/infiniband` and `lspci -d 15b3:` should list the ConnectX-7; load its driver "
                   "(sudo modprobe mlx5_ib) or reseat the card, then run the checks again",
@@ -417,9 +483,14 @@ REMEDIES: dict[Code, str] = {
 }
 
 # The codes of "could not check": reported as NOT CHECKED, counted apart, refused by the gate.
-NOT_CHECKED = frozenset({Code.UNREACHABLE, Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED,
+NOT_CHECKED = frozenset({Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED,
                          Code.TOOL_MISSING, Code.SUDO_REFUSED, Code.SUDO_MISSING, Code.NO_RDMA, Code.PREREQUISITE,
                          Code.UNKNOWN_NEED, Code.NOT_RECORDED})
+
+# The node cannot be reached or refuses the runner (remote.NodeUnreachable's kinds): its reachability check fails with
+# the code, its other checks are not checked for the same cause, told once.
+REACH = frozenset({Code.SSH_NO_ROUTE, Code.SSH_REFUSED, Code.SSH_TIMEOUT, Code.SSH_NAME_UNRESOLVED, Code.HOST_KEY_UNKNOWN,
+                   Code.HOST_KEY_CHANGED, Code.SSH_KEY_REFUSED, Code.NODE_UNREACHABLE})
 
 
 def fix(code: Code, **params) -> str:

@@ -5,6 +5,8 @@ testinfra's own paramiko backend accepts unknown host keys with a warning and ha
 timeout. This backend:
 - checks the node's key against the configured known_hosts only (unknown or changed: an error
   that says what to do, never a silent accept);
+- tells why a connection failed, once, where it is made (`reach_error`): no route, refused, timed out, name not
+  resolved, host key unknown or changed, key refused; each a NodeUnreachable subclass with its own code and fix;
 - sets TCP_NODELAY on the transport (paramiko leaves Nagle on: ~44 ms per command, ~2 ms without);
 - bounds the connect, the authentication and every command;
 - runs sudo non-interactively (`sudo -n`): a password prompt would hang, so it fails instead.
@@ -14,6 +16,7 @@ command's whole process group is killed when it runs over), the same `sudo -n`, 
 """
 
 import contextlib
+import errno
 import functools
 import os
 import signal
@@ -29,6 +32,8 @@ from testinfra.backend.local import LocalBackend
 from testinfra.backend.paramiko import ParamikoBackend
 
 from .cluster import Node, Ssh
+from .remedies import Code
+from .remedies import fix as remedy
 
 
 class RemoteError(Exception):
@@ -45,7 +50,100 @@ class RemoteError(Exception):
 
 
 class NodeUnreachable(RemoteError):
-    pass
+    """The node could not be reached or would not let the runner in; `code` says which way (each its own fix), `params`
+    fill that fix (address, port, user, known_hosts ...). This class itself: a connection lost mid-run, or a failure of
+    the SSH session of no kind below."""
+
+    code = Code.NODE_UNREACHABLE
+    reached = False  # whether the node answered (the login kinds): "node N at ADDR: ..." rather than "unreachable at"
+
+    def __init__(self, message: str, **params: Any):
+        super().__init__(message)
+        self.params = params
+
+    def at(self, node: "RemoteNode", command: str | None = None) -> "NodeUnreachable":
+        self.params = {**reach_params(node), **self.params}  # a failure read back from another worker has none of its own
+        return super().at(node, command)  # type: ignore[return-value]
+
+    @property
+    def fix(self) -> str:
+        """Its kind's fix, filled in (for a helper's one-line error; a check's finding carries the same)."""
+        return remedy(self.code, **self.params)
+
+    def named(self, node: "RemoteNode") -> "NodeUnreachable":
+        """The same failure, its message led by the node's name and address."""
+        where = "at" if self.reached else "unreachable at"
+        return type(self)(f"node {node.name} {where} {node.spec.address}: {self}", **self.params).at(node)
+
+
+def reach_params(node: "RemoteNode") -> dict[str, Any]:
+    """What the fix of a node that cannot be reached names, from the cluster file: address, port, user, key, known_hosts."""
+    spec, ssh = getattr(node, "spec", None), getattr(node, "ssh", None)
+    if spec is None or ssh is None:
+        return {}
+    port = spec.ssh_port or ssh.port
+    return {"node": spec.name, "address": spec.address, "port": port, "user": ssh.user, "known_hosts": ssh.known_hosts,
+            "kh_name": spec.address if port == 22 else f"[{spec.address}]:{port}", "identity": ssh.identity_file}
+
+
+class SshNoRoute(NodeUnreachable):
+    code = Code.SSH_NO_ROUTE
+
+
+class SshRefused(NodeUnreachable):
+    code = Code.SSH_REFUSED
+
+
+class SshTimeout(NodeUnreachable):
+    code = Code.SSH_TIMEOUT
+
+
+class SshNameUnresolved(NodeUnreachable):
+    code = Code.SSH_NAME_UNRESOLVED
+
+
+class HostKeyUnknown(NodeUnreachable):
+    code, reached = Code.HOST_KEY_UNKNOWN, True
+
+
+class HostKeyChanged(NodeUnreachable):
+    code, reached = Code.HOST_KEY_CHANGED, True
+
+
+class SshKeyRefused(NodeUnreachable):
+    code, reached = Code.SSH_KEY_REFUSED, True
+
+
+NO_ROUTE = (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EHOSTDOWN)
+
+
+def reach_error(exc: BaseException, timeout: float, **params: Any) -> NodeUnreachable:
+    """What a failed connection attempt (socket, paramiko) means for the user: one kind, one fix. The one place that
+    reads socket and paramiko errors; `params` fill the fix (address, port, user, known_hosts, kh_name, identity)."""
+    if isinstance(exc, NodeUnreachable):
+        return exc
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return HostKeyChanged(f"host key CHANGED: {params.get('known_hosts')} holds {fingerprint(exc.expected_key)} for "
+                              f"{params.get('kh_name')}, the node offers {fingerprint(exc.key)}", **params)
+    if isinstance(exc, paramiko.AuthenticationException) or (
+            isinstance(exc, paramiko.SSHException) and "No authentication methods available" in str(exc)):
+        return SshKeyRefused(f"login as {params.get('user')!r} with {params.get('identity')} refused ({str(exc).rstrip('.')})",
+                             **params)
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        codes = {e.errno for e in exc.errors.values()}
+        reason = "; ".join(sorted({e.strerror or str(e) for e in exc.errors.values()}))
+        return (SshRefused if errno.ECONNREFUSED in codes else SshNoRoute)(reason, **params)
+    if isinstance(exc, socket.gaierror):
+        return SshNameUnresolved(f"name {params.get('address')!r} not resolved ({exc.strerror or exc})", **params)
+    if isinstance(exc, (socket.timeout, TimeoutError)) or getattr(exc, "errno", None) == errno.ETIMEDOUT:
+        return SshTimeout(f"no answer within {timeout:g} s (connect timed out)", **params)
+    if isinstance(exc, OSError) and exc.errno in NO_ROUTE:
+        return SshNoRoute(exc.strerror or str(exc), **params)
+    if isinstance(exc, OSError) and exc.errno == errno.ECONNREFUSED:
+        return SshRefused(exc.strerror or str(exc), **params)
+    if isinstance(exc, OSError):
+        return NodeUnreachable(exc.strerror or str(exc) or type(exc).__name__, **params)
+    return NodeUnreachable(f"SSH session failed: {str(exc) or type(exc).__name__}", **params)
 
 
 class CommandTimeout(RemoteError):
@@ -75,41 +173,35 @@ class VerifiedParamikoBackend(ParamikoBackend):
         port = self.host.port or 22
         return f"{self.host.name}:{port}" if int(port) != 22 else self.host.name
 
+    @property
+    def params(self) -> dict[str, Any]:
+        """What a failure's fix names: where, as whom, with which key and known_hosts."""
+        port = int(self.host.port or 22)
+        return {"address": self.host.name, "port": port, "user": self.host.user, "known_hosts": self.known_hosts,
+                "kh_name": self._kh_name(port), "identity": self._identity or "the ssh-agent's keys"}
+
+    @property
+    def _identity(self) -> str | None:
+        return self.ssh_identity_file if self.ssh_identity_file and os.path.exists(self.ssh_identity_file) else None
+
     @functools.cached_property
     def client(self) -> paramiko.SSHClient:
-        client = paramiko.SSHClient()
         if not os.path.exists(self.known_hosts):
-            raise NodeUnreachable(f"known_hosts file {self.known_hosts} does not exist; host keys cannot be verified")
+            raise HostKeyUnknown(f"known_hosts file {self.known_hosts} does not exist; host keys cannot be verified",
+                                 **self.params)
+        client = paramiko.SSHClient()
         client.load_host_keys(self.known_hosts)
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        port = int(self.host.port or 22)
-        key = self.ssh_identity_file if self.ssh_identity_file and os.path.exists(self.ssh_identity_file) else None
+        client.set_missing_host_key_policy(_Unknown(self.params))
+        key = self._identity
         try:
             client.connect(
-                hostname=self.host.name, port=port, username=self.host.user, key_filename=key,
+                hostname=self.host.name, port=int(self.host.port or 22), username=self.host.user, key_filename=key,
                 timeout=self.connect_timeout, banner_timeout=self.connect_timeout, auth_timeout=self.connect_timeout,
                 channel_timeout=self.connect_timeout, look_for_keys=False, allow_agent=key is None,
             )
-        except paramiko.BadHostKeyException as exc:
-            raise NodeUnreachable(
-                f"host key CHANGED: expected {fingerprint(exc.expected_key)}, got {fingerprint(exc.key)}; if the node was "
-                f"reinstalled, remove the old key (ssh-keygen -f {self.known_hosts} -R '{self._kh_name(port)}') and verify "
-                "the new one before adding it"
-            ) from None
-        except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
-                raise NodeUnreachable(
-                    f"host key unknown: {self._kh_name(port)} is not in {self.known_hosts}; check its fingerprint on the "
-                    f"node (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub) and add it "
-                    f"(ssh-keyscan -p {port} {self.host.name} >> {self.known_hosts})"
-                ) from None
-            raise NodeUnreachable(str(exc) or type(exc).__name__) from None
-        except paramiko.ssh_exception.NoValidConnectionsError as exc:
-            reason = "; ".join(sorted({e.strerror or str(e) for e in exc.errors.values()}))
-            raise NodeUnreachable(reason) from None
-        except (OSError, EOFError) as exc:
-            reason = "timed out" if isinstance(exc, (socket.timeout, TimeoutError)) else (exc.strerror or str(exc) or type(exc).__name__)
-            raise NodeUnreachable(reason) from None
+        except (NodeUnreachable, paramiko.SSHException, OSError, EOFError) as exc:
+            client.close()
+            raise reach_error(exc, self.connect_timeout, **self.params) from None
         transport = client.get_transport()
         assert transport is not None
         transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -148,6 +240,17 @@ class VerifiedParamikoBackend(ParamikoBackend):
         cmd = self.encode(self.get_command(command, *args))
         rc, stdout, stderr = self._exec_command(cmd, timeout)
         return self.result(rc, cmd, stdout, stderr)
+
+
+class _Unknown(paramiko.MissingHostKeyPolicy):
+    """Refuse a host whose key known_hosts does not hold, naming the key it offered (to compare on the node)."""
+
+    def __init__(self, params: dict[str, Any]):
+        self.params = params
+
+    def missing_host_key(self, client, hostname, key):
+        raise HostKeyUnknown(f"host key unknown: {self.params['kh_name']} is not in {self.params['known_hosts']}; the node "
+                             f"offers {fingerprint(key)}", **self.params)
 
 
 def _read(chan: paramiko.Channel, recv, deadline: float) -> bytes:
@@ -230,7 +333,7 @@ class RemoteNode:
             try:
                 self._host.backend.client  # noqa: B018 - opens the connection once
             except NodeUnreachable as exc:
-                self._error = NodeUnreachable(f"node {self.name} unreachable at {self.spec.address}: {exc}").at(self)
+                self._error = exc.named(self)
         if self._error is not None:
             raise self._error
         return self._host
@@ -246,8 +349,11 @@ class RemoteNode:
             return backend.run(command, *args, timeout=timeout)
         except CommandTimeout as exc:
             raise CommandTimeout(f"{self.name}: {exc}").at(self, command) from None
+        except NodeUnreachable as exc:
+            self._error = NodeUnreachable(str(exc), **getattr(backend, "params", {})).named(self)
+            raise self._error from None
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            self._error = NodeUnreachable(f"node {self.name} unreachable at {self.spec.address}: connection lost ({exc})").at(self)
+            self._error = NodeUnreachable(f"connection lost ({exc})", **getattr(backend, "params", {})).named(self)
             raise self._error from None
 
     @property

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .remedies import REACH
+
 
 @dataclass
 class Run:
@@ -53,9 +55,9 @@ def node_of(where: str) -> str:
     return re.split(r"[:\s]|->|--", where.strip(), maxsplit=1)[0]
 
 
-# Codes that say one thing about a node: it cannot be reached (the reachability check's failure, and every other check
-# of that node not checked for it). One cause per node, whatever the check.
-UNREACHABLE = frozenset({"node-unreachable", "unreachable"})
+# Codes that say one thing about a node: it cannot be reached or refuses the runner (the reachability check's failure,
+# and every other check of that node not checked for it). One cause per node, whatever the check.
+UNREACHABLE = frozenset(code.value for code in REACH)
 
 
 def cause_key(finding: dict) -> tuple:

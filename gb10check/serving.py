@@ -1,5 +1,7 @@
-"""Talking to the served API: chat through the `openai` client as users' applications do; /health, /metrics
-and /v1/models as plain HTTP; every request bounded by a timeout, client retries off so a failure is seen.
+"""Talking to the served API, the one way the suite, the deploy, the sim and the bench do (`api_of(cluster)`: serving.base_url,
+else rank 0's API port): chat and the deploy's first token through the `openai` client as users' applications do;
+/health, /metrics, /v1/models and /tokenize as plain HTTP (Api.get, Api.post); every request bounded by a timeout,
+client retries off so a failure is seen.
 
 What comes back is turned into the facts the judges (gb10check/checks/serving.py) read:
 - a refused request is a `Reply` (HTTP status and the body as the server sent it, read with
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -175,13 +178,15 @@ class Api:
     def _headers(self) -> dict:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
-    def get(self, path: str, root: bool = False) -> Reply:
-        """Plain HTTP GET (/health, /metrics, /v1/models): the body exactly as the server sent it."""
+    def get(self, path: str, root: bool = False, timeout_s: float | None = None) -> Reply:
+        """Plain HTTP GET (/health, /metrics, /v1/models): the body exactly as the server sent it. timeout_s: this
+        request's own bound (a readiness poll's few seconds), else the client's."""
         url = (self.root if root else self.base_url) + path
+        timeout = self.timeout_s if timeout_s is None else timeout_s
         try:
-            r = requests.get(url, headers=self._headers(), timeout=self.timeout_s)
+            r = requests.get(url, headers=self._headers(), timeout=timeout)
         except requests.ReadTimeout:  # connected, sent, nothing back in time (a connect timeout is unreachable)
-            return Reply(None, "", f"no answer within {self.timeout_s:g} s")
+            return Reply(None, "", f"no answer within {timeout:g} s")
         except requests.RequestException as exc:
             raise ApiUnreachable(f"GET {url}: {type(exc).__name__}: {_reason(exc)}") from None
         return Reply(r.status_code, r.text)
@@ -213,6 +218,20 @@ class Api:
         if isinstance(exc, openai.APITimeoutError) and type(exc.__cause__).__name__ != "ConnectTimeout":
             return Reply(None, "", f"no answer within {self.timeout_s:g} s")
         raise ApiUnreachable(f"{request.replace(' /', ' ' + self.base_url + '/', 1)}: {_cause(exc)}") from None
+
+    def first_token(self, model: str) -> Reply:
+        """One completion of one token (POST /completions through the client): the deploy's last readiness step. The
+        answer as a Reply: 200 and the completion, the refusal, or no status (nothing back in time)."""
+        openai = _openai()
+        try:
+            completion = self.client.completions.create(
+                model=model, prompt="Hello", max_tokens=1,
+                extra_headers=None if self.api_key else {"Authorization": openai.Omit()})
+        except openai.APIStatusError as exc:
+            return _refusal(exc)
+        except openai.APIConnectionError as exc:
+            return self._no_answer(exc, "POST /completions")
+        return Reply(200, completion.to_json(indent=None))
 
     def chat(self, body: dict) -> tuple[Reply | None, ChatCompletion | None]:
         """POST /chat/completions through the client: (the refusal, None) or (None, the completion's facts)."""
@@ -274,6 +293,13 @@ class Api:
         s = reassemble(events)
         s.done = done
         return None, Timed(s, done, first, last, total, token_chunks, s.completion_tokens, broken, times)
+
+
+def api_of(cluster, timeout_s: float = 120) -> Api:
+    """The cluster's served API: serving.base_url (default: rank 0's address and deploy.api_port, /v1), with the key from
+    serving.api_key_env when set. The one place the suite, the deploy and the bench find it."""
+    key_env = cluster.serving.api_key_env
+    return Api(cluster.base_url, api_key=os.environ.get(key_env) if key_env else None, timeout_s=timeout_s)
 
 
 def _carries_token(chunk) -> bool:

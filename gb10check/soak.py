@@ -4,7 +4,7 @@ watch on every rank armed the whole time. What it records is plain data, judged 
     result = soak.run(cluster, launcher, api)                 # sustained load for soak.duration_s
     result = soak.long_context(cluster, launcher, api)        # one request at ~90 % of max_model_len, a nonce to find
 
-`launcher` is the deployment's (gb10check.deploy.run.ComposeLauncher, or anything with its mem_available_gib,
+`launcher` is the deployment's (gb10check.deploy.launch.ComposeLauncher, or anything with its mem_available_gib,
 exit_code, log, clock, log_since and stop); `api` is gb10check.serving.Api. Both take `on_tick(elapsed_s, result)`,
 called about every TICK_S from the driving thread (a live self-test injects its fault from there or from its own
 thread), and `stop` (a threading.Event another thread may set to end the run early, recorded as stopped_by "stop").
@@ -15,7 +15,7 @@ What runs:
     chunk's arrival is timed (time to first token, inter-token gaps);
   - the stall detector (this thread): a stream with no first token within stall_limit_s (the long-context request:
     prefill_limit_s), or silent for stall_limit_s after a token, ends the run, naming the stream;
-  - the watch (its own thread): the deployment's MemoryWatchdog (gb10check.deploy.run) every watchdog.poll_interval_s
+  - the watch (its own thread): the rank watch the deploy uses too (gb10check/watch.py) every watchdog.poll_interval_s
     on every node (below the floor: every rank killed, the run ends naming the node); every FULL_CHECK_S each rank's
     container state (an exit ends the run with its last log lines) and its log since the start (vllm_log's errors:
     the hang signatures `No available shared memory broadcast block`, `Watchdog caught collective operation timeout`,
@@ -30,11 +30,10 @@ import time
 from dataclasses import dataclass, field
 
 from .cluster import Cluster
-from .deploy.run import FULL_CHECK_S, Crossing, MemoryWatchdog, read_log
-from .facts import vllm_log
 from .prompts import SAFE_CHARS_PER_TOKEN, Sizer, filler, fresh_nonce, nonce_found, user, with_nonce, cut
 from .remote import RemoteError
-from .serving import Api, ApiUnreachable, Reply
+from .serving import Api, ApiUnreachable, Reply, Timed
+from .watch import FULL_CHECK_S, Crossing, MemoryWatchdog, exited, read_log
 
 TICK_S = 0.25
 READ_GRACE_S = 5.0  # the client's own read timeout, past the stall limit: the detector here names the stall first
@@ -110,18 +109,38 @@ def settings(cluster: Cluster, **override) -> Settings:
 
 @dataclass
 class StreamRecord:
+    """One stream of the run: when it ran and how it ended. Its timings are the client's record of the stream
+    (serving.Timed, every time in seconds), read through the properties below."""
     index: int
     prompt_tokens: int  # asked for (approximate)
     started_s: float  # seconds into the run
     ended_s: float | None = None
-    ttft_s: float | None = None
-    gaps: list[float] = field(default_factory=list)  # inter-token gaps (s)
-    tokens: int = 0  # completion tokens (the server's count, else token chunks)
-    prompt_tokens_served: int | None = None  # usage.prompt_tokens
+    tokens: int = 0  # token chunks while it runs (the stall detector's count); at its end the server's count if it gave one
     error: str | None = None  # why it failed: the server's refusal, no answer, a broken stream, an error event
     aborted: bool = False  # closed by the run itself (it was ending)
-    content: str = ""
-    reasoning: str = ""
+    timed: Timed | None = None  # None: nothing came back to time
+
+    @property
+    def ttft_s(self) -> float | None:
+        return self.timed.ttft_s if self.timed else None
+
+    @property
+    def gaps(self) -> list[float]:
+        """Inter-token gaps (s)."""
+        return self.timed.gaps if self.timed else []
+
+    @property
+    def prompt_tokens_served(self) -> int | None:
+        """usage.prompt_tokens."""
+        return self.timed.stream.prompt_tokens if self.timed else None
+
+    @property
+    def content(self) -> str:
+        return (self.timed.stream.content or "") if self.timed else ""
+
+    @property
+    def reasoning(self) -> str:
+        return (self.timed.stream.reasoning or "") if self.timed else ""
 
 
 @dataclass
@@ -235,7 +254,8 @@ class Watch(threading.Thread):
     """Side sampler: the deployment's MemoryWatchdog on every node the whole time; every FULL_CHECK_S each rank's
     container state and new log lines. Sets `fired` when something ends the run."""
 
-    def __init__(self, cluster: Cluster, launcher, floor_gib: float, poll_s: float, t0: float, clock=time.monotonic):
+    def __init__(self, cluster: Cluster, launcher, floor_gib: float, poll_s: float, t0: float, clock=time.monotonic, sleep=None):
+        """`clock` and `sleep` are the watch's time (a self-test scripts both); `sleep` defaults to a wait that stop() ends."""
         super().__init__(daemon=True, name="gb10check-soak-watch")
         self.cluster, self.launcher, self.poll_s, self.t0, self.clock = cluster, launcher, poll_s, t0, clock
         self.order = [n.name for n in cluster.by_rank()]
@@ -245,6 +265,7 @@ class Watch(threading.Thread):
         self.done = threading.Event()
         self.since: dict[str, float | None] = {}
         self.cause: str | None = None
+        self.sleep = sleep or self.done.wait
 
     def start_logs(self) -> None:
         """Each node's clock now: its log is read from here on (what was logged before the run is not the run's)."""
@@ -288,13 +309,9 @@ class Watch(threading.Thread):
         for n in self.order:
             rank = self.cluster.node(n).rank
             try:
-                code = self.launcher.exit_code(n)
-                if code is not None:
-                    text = self.launcher.log(n)
-                    log = read_log(text) if text.strip() else vllm_log.VllmLog()
-                    cause = log.cause
-                    self.seen.exits.append(RankExit(n, rank, code, self._at(), text.rstrip().splitlines()[-12:],
-                                                    f"{cause.hint} ({cause.text.strip()[:200]})" if cause else None))
+                gone = exited(self.launcher, n)
+                if gone is not None:
+                    self.seen.exits.append(RankExit(n, rank, gone.code, self._at(), gone.last_lines, gone.cause))
                     self._fire("rank exited")
                     continue
                 if self.since.get(n) is None:
@@ -321,7 +338,7 @@ class Watch(threading.Thread):
             if self.clock() - last_full >= FULL_CHECK_S:
                 last_full = self.clock()
                 self.ranks()
-            self.done.wait(self.poll_s)
+            self.sleep(self.poll_s)
 
     def stop(self) -> None:
         self.done.set()
@@ -390,10 +407,8 @@ class _Driver:
         if reply is not None:
             rec.error = f"{reply.status}: {reply.error}" if reply.status is not None else reply.error
             return
-        rec.ttft_s, rec.gaps = timed.ttft_s, timed.gaps
+        rec.timed = timed
         rec.tokens = timed.completion_tokens or timed.token_chunks
-        rec.prompt_tokens_served = timed.stream.prompt_tokens
-        rec.content, rec.reasoning = timed.stream.content or "", timed.stream.reasoning or ""
         problems = [p for p in (timed.stream.error and f"error event: {timed.stream.error}", timed.broken) if p]
         if problems:
             rec.error = "; ".join(problems)

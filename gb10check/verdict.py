@@ -56,14 +56,17 @@ class Finding:
     expected: str
     warning: bool = False  # degraded but usable
     params: dict = field(default_factory=dict)
+    unchecked: bool = False  # not checked though its code is a failure elsewhere (a node that cannot be reached: REACH)
 
-    def __init__(self, code: Code, where: str, seen: str, expected: str, warning: bool = False, **params):
+    def __init__(self, code: Code, where: str, seen: str, expected: str, warning: bool = False, unchecked: bool = False,
+                 **params):
         self.code, self.where, self.seen, self.expected, self.warning = code, where, seen, expected, warning
+        self.unchecked = unchecked
         self.params = {"node": where.split(":")[0].split("->")[0], **params}
 
     @property
     def not_checked(self) -> bool:
-        return self.code in NOT_CHECKED
+        return self.unchecked or self.code in NOT_CHECKED
 
     @property
     def severity(self) -> str:

@@ -1,7 +1,7 @@
 """Stand-ins for the soak driver's tests, no vLLM and no root: a small OpenAI-compatible server (stdlib http.server)
 that streams chat completions in vLLM's chunk format (as in selftests/captures/vllm_api/sim-chat-stream-include-usage.txt,
 the real vLLM's), answers vLLM's POST /tokenize, and refuses a prompt over its max_model_len with vLLM's 400; and a
-launcher with scripted node memory, container states and logs (the interface of gb10check.deploy.run.ComposeLauncher
+launcher with scripted node memory, container states and logs (the interface of gb10check.deploy.launch.ComposeLauncher
 that the soak's watch uses). Faults: a stream that stops after N tokens (held until released), a scripted memory drop,
 a container exit, a log line."""
 
@@ -117,37 +117,73 @@ def echo_digits(content: str) -> str:
     return f"The code is {found[0]}." if found else "I do not know."
 
 
-class FakeLauncher:
-    """What the soak's watch asks of a deployment, scripted by time since creation (seconds):
-    mem(node, t) -> GiB, exit(node, t) -> exit code or None, log(node, t) -> the whole log so far."""
+class ScriptedClock:
+    """A watch's time, scripted: calling it reads virtual seconds, sleep(s) advances them at once. A watch driven by it
+    (deploy's, soak's) runs its whole timeline in microseconds, each reading at the time its own schedule says, whatever
+    the machine's load."""
 
-    def __init__(self, mem=None, exit=None, log=None):
-        self.t0 = time.time()
+    def __init__(self, start: float = 1000.0):
+        self.t = start
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += max(seconds, 0.0)
+
+
+class FakeLauncher:
+    """What the deploy's and the soak's watches ask of a deployment, scripted by time since creation (seconds, on `clock`:
+    the machine's by default, a ScriptedClock on the watches' clock seam): mem(node, t) -> GiB, exit(node, t) -> exit code
+    or None, log(node, t) -> the whole log so far; `refuse` the nodes whose start fails; `ranks` node -> rank."""
+
+    def __init__(self, mem=None, exit=None, log=None, clock=time.monotonic, refuse=(), ranks=None):
+        self.clock_, self.t0 = clock, clock()
         self.mem = mem or (lambda node, t: 100.0)
         self.exit = exit or (lambda node, t: None)
         self.logtext = log or (lambda node, t: "")
+        self.refuse, self.ranks = set(refuse), ranks or {}
         self.stopped: list[tuple[str, bool]] = []
+        self.started: list[str] = []
         self.calls = 0
 
     def _t(self) -> float:
-        return time.time() - self.t0
+        return self.clock_() - self.t0
+
+    def drop_caches(self, node: str) -> str:
+        return "dropped"
+
+    def start(self, node: str) -> str:
+        from gb10check.deploy.run import DeployFailed
+
+        if node in self.refuse:
+            raise DeployFailed(f"{node}: `docker compose up -d` exited 1:\nno such image")
+        self.started.append(node)
+        return "started"
+
+    def describe(self, node: str) -> str:
+        return f"{node} (rank {self.ranks.get(node, '?')})"
 
     def mem_available_gib(self, node: str) -> float:
         self.calls += 1
         return self.mem(node, self._t())
 
     def exit_code(self, node: str) -> int | None:
+        if (node, True) in self.stopped or (node, False) in self.stopped:
+            return 137
         return self.exit(node, self._t())
 
     def log(self, node: str) -> str:
         return self.logtext(node, self._t())
 
     def clock(self, node: str) -> float:
-        return time.time()
+        return self.clock_()
 
     def log_since(self, node: str, since: float) -> tuple[float, str]:
-        return time.time(), self.logtext(node, self._t())
+        return self.clock_(), self.logtext(node, self._t())
 
     def stop(self, node: str, kill: bool = False, grace_s: float = 10) -> str:
+        if self.exit_code(node) is not None:
+            return "not running"
         self.stopped.append((node, kill))
         return "killed" if kill else "stopped"

@@ -4,6 +4,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,29 +24,62 @@ def keygen(path: Path) -> str:
 
 
 class LocalSshd:
-    def __init__(self, workdir: Path, extra_config: str = "", address: str = "127.0.0.1"):
+    def __init__(self, workdir: Path, extra_config: str = "", address: str = "127.0.0.1", sudoer: str | None = None):
         """extra_config: sshd_config lines to add (e.g. `SetEnv PATH=...`, to put stand-in tools first for its sessions);
-        address: another loopback address (127.0.0.2 ...) for a second "node" (a cluster file names each address once)."""
+        address: another loopback address (127.0.0.2 ...) for a second "node" (a cluster file names each address once);
+        sudoer: log in as a throwaway account made for this server (not root), its sudoers line this text with {user} its
+        name ("" for none); `sudoers()` rewrites it. The account and its line go at stop()."""
         self.dir = workdir
         self.address = address
         self.extra_config = extra_config
         self.port = free_port()
         self.user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+        self.sudoer = sudoer
+        self.home: Path | None = None
         self.identity = self.dir / "id_ed25519"
         self.host_key = self.dir / "host_ed25519"
         self.known_hosts = self.dir / "known_hosts"
         self.proc: subprocess.Popen | None = None
+
+    @property
+    def sudoers_file(self) -> Path:
+        return Path("/etc/sudoers.d") / f"gb10check-selftest-{self.user}"
+
+    def sudoers(self, line: str) -> None:
+        """The account's sudoers drop-in: `line` with {user} its name (checked by visudo), or none for ""."""
+        if not line:
+            self.sudoers_file.unlink(missing_ok=True)
+            return
+        staged = self.dir / "sudoers"
+        staged.write_text(line.format(user=self.user) + "\n")
+        subprocess.run(["visudo", "-cqf", str(staged)], check=True, timeout=30)
+        staged.chmod(0o440)
+        shutil.move(staged, self.sudoers_file)
+
+    def _make_account(self, user_pub: str) -> None:
+        """A throwaway account (sshd reads its authorized_keys as the user: they live in its own home, not in self.dir)."""
+        self.user = f"gb10st{os.getpid() % 100000}{self.port % 1000}"
+        self.home = Path(tempfile.mkdtemp(prefix=f"{self.user}-", dir="/tmp"))
+        subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", str(self.home), "--shell", "/bin/sh",
+                        "--password", "*", self.user], check=True, timeout=30, capture_output=True)
+        (self.home / ".ssh").mkdir(mode=0o700)
+        (self.home / ".ssh" / "authorized_keys").write_text(user_pub + "\n")
+        subprocess.run(["chown", "-R", f"{self.user}:", str(self.home)], check=True, timeout=30)
+        self.home.chmod(0o755)
+        self.sudoers(self.sudoer or "")
 
     def start(self) -> "LocalSshd":
         user_pub = keygen(self.identity)
         host_pub = keygen(self.host_key)
         (self.dir / "authorized_keys").write_text(user_pub + "\n")
         (self.dir / "authorized_keys").chmod(0o600)
+        if self.sudoer is not None:
+            self._make_account(user_pub)
         self.known_hosts.write_text(f"[{self.address}]:{self.port} {' '.join(host_pub.split()[:2])}\n")
         config = self.dir / "sshd_config"
         config.write_text(
             f"Port {self.port}\nListenAddress {self.address}\nHostKey {self.host_key}\nPidFile none\n"
-            f"AuthorizedKeysFile {self.dir}/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
+            f"AuthorizedKeysFile {self.dir}/authorized_keys .ssh/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n" + self.extra_config
         )
         Path("/run/sshd").mkdir(exist_ok=True)
@@ -70,3 +104,8 @@ class LocalSshd:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(5)
+        if self.home is not None:
+            self.sudoers_file.unlink(missing_ok=True)
+            subprocess.run(["userdel", self.user], timeout=30, capture_output=True)
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None

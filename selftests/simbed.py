@@ -66,6 +66,11 @@ def run_suite(cluster: Path, *args: str, timeout: int = 300) -> SuiteRun:
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
     if proc.returncode not in (0, 1):
         raise AssertionError(f"pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+    return SuiteRun(junit_outcomes(report), proc.stdout)
+
+
+def junit_outcomes(report: Path) -> dict[str, Outcome]:
+    """Outcome and message per test id from a run's JUnit XML (junit_family=xunit1: each testcase names its file)."""
     results = {}
     for case in ET.parse(report).getroot().iter("testcase"):
         test_id = f"{case.get('file')}::{case.get('name')}"
@@ -78,4 +83,4 @@ def run_suite(cluster: Path, *args: str, timeout: int = 300) -> SuiteRun:
                 if kind == "error" and el.get("type") == "not-checked":
                     outcome = "not checked"  # the plugin's own outcome, an error of type not-checked in JUnit
         results[test_id] = Outcome(outcome, message)
-    return SuiteRun(results, proc.stdout)
+    return results

@@ -56,16 +56,14 @@ def test_follower_without_headless_fails_fast_names_the_cause_and_stops_rank0(be
     path, make = bed
     scenarios.apply("no-headless")
     cluster, launcher = make()
-    stall = 240  # what rank 0 would wait alone: the deploy must stop on rank 1's exit instead
-    start = time.monotonic()
+    # 240 s: what rank 0 would wait alone; the deploy stops on rank 1's exit instead (within one full check: proven on
+    # the watch's clock in test_watches_on_their_clock)
     with pytest.raises(DeployFailed) as err:
-        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=stall)
-    took = time.monotonic() - start
+        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=240)
     text = str(err.value)
     assert f"{B} (rank 1) exited with code" in text and "startup stalled" not in text
     assert "cause: rank 1+ started without --headless" in text and "collective_rpc should not be called on follower node" in text
     assert launcher.exit_code(A) is not None, "rank 0 hangs forever on its own: the deploy must stop it"
-    assert took < stall, f"took {took:.0f} s: it waited for the stall limit, not for rank 1's exit"
 
 
 def test_dropped_rendezvous_stalls_and_is_named(bed):
@@ -109,11 +107,8 @@ def test_follower_that_cannot_start_stops_rank0_too(bed):
     path, make = bed
     scenarios.apply("image-missing")  # rank 1 never got the image; `compose up --pull never` refuses at once
     cluster, launcher = make()
-    stall = 240
-    start = time.monotonic()
     with pytest.raises(DeployFailed) as err:
-        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=stall)
+        deploy(cluster, launcher, path.parent / "deployment.json", say=lambda m: None, stall_timeout_s=240)
     text = str(err.value)
     assert f"{B}: `docker compose up -d` exited" in text and "gb10sim/vllm-cpu:local" in text and "startup stalled" not in text
     assert f"{A}: stopped" in text and launcher.exit_code(A) is not None, "rank 0 must not stay up alone"
-    assert time.monotonic() - start < stall, "it waited for the stall limit, not for rank 1's refusal"

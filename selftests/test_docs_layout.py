@@ -18,6 +18,6 @@ def test_every_module_and_folder_is_in_the_layout():
     wanted += [f"gb10check/{p.name}/" for p in package.iterdir() if p.is_dir() and not p.name.startswith("__")]
     wanted += [p.name for p in (package / "deploy").glob("*.py") if not p.name.startswith("__")]
     wanted += [f"{name}/" for name in ("tests", "selftests", "scripts", "bench", ".github", ".ci", "docs")]
-    wanted += ["conftest.py", "pytest.ini", "pyproject.toml", "cluster.example.yaml", "mkdocs.yml"]
+    wanted += ["conftest.py", "pytest.ini", "pyproject.toml", "setup.py", "MANIFEST.in", "cluster.example.yaml", "mkdocs.yml"]
     missing = [name for name in wanted if name not in block]
     assert not missing, f"the layout section of docs/contributing.md does not name: {', '.join(missing)}"

@@ -471,8 +471,9 @@ def test_wrong_values_fail_whatever_the_bandwidth():
 
 # ---- every failure code is proven -------------------------------------------------------------
 
-# Judge tests: the pure tests above and their kind. test_not_checked.py proves node-unreachable end to end (a real sshd).
-JUDGE_TESTS = ["test_judges*.py", "test_compose_lint.py", "test_not_checked.py"]
+# Judge tests: the pure tests above and their kind. test_ssh_failures.py proves each way a node cannot be reached end to
+# end (a real sshd); test_not_checked.py and test_remote.py a connection that breaks.
+JUDGE_TESTS = ["test_judges*.py", "test_compose_lint.py", "test_not_checked.py", "test_ssh_failures.py", "test_remote.py"]
 
 
 def test_every_failure_code_is_proven():

@@ -12,7 +12,7 @@ import pytest
 from gb10check import depth, soak
 from gb10check.checks import soak as judge
 from gb10check.cluster import load_cluster
-from gb10check.deploy.run import Crossing
+from gb10check.watch import Crossing
 from gb10check.remedies import Code
 from gb10check.serving import Api
 
@@ -64,10 +64,12 @@ def test_a_healthy_soak_says_nothing_and_reports_its_figures():
     assert judge.judge_sustained(A, result) == []
     f = result.figures()
     assert f["requests_done"] >= 4 and f["requests_failed"] == 0 and f["output_tok_s"] > 0
-    assert 0 < f["itl_p50_ms"] <= f["itl_p99_ms"] < 1000 and 0 < f["ttft_p50_s"] <= f["ttft_p99_s"]
+    gaps, ttfts = [g for s in result.streams for g in s.gaps], [s.ttft_s for s in result.streams if s.ttft_s is not None]
+    assert (f["itl_p50_ms"], f["itl_p99_ms"]) == (soak.percentile(gaps, 50) * 1000, soak.percentile(gaps, 99) * 1000)
+    assert (f["ttft_p50_s"], f["ttft_p99_s"]) == (soak.percentile(ttfts, 50), soak.percentile(ttfts, 99))
     # B's memory falls a GiB a second: its minimum is the last reading, late in the 1.5 s run, not before it ended
     assert f["min_mem_available thinkstationpgx-30"] == 50.0 and 60 - launcher._t() <= f["min_mem_available thinkstationpgx-32"] < 59
-    assert result.stopped_by is None and 1.5 <= result.elapsed_s < 4
+    assert result.stopped_by is None and result.elapsed_s >= 1.5  # it ran its duration
     # every node sampled the whole time, every poll interval (0.05 s here)
     assert all(len(v) >= 10 for v in result.watched.memory.values())
     # mixed lengths, fresh text each (no two prompts alike: the prefix cache cannot answer them)
@@ -78,7 +80,8 @@ def test_a_healthy_soak_says_nothing_and_reports_its_figures():
 
 def test_a_stream_that_goes_silent_is_a_stall_named_within_the_limit():
     result, _ = drive({"stall_after": 3}, stall_limit_s=1.0, duration_s=30)
-    assert result.stopped_by == "stall" and result.elapsed_s < 1.0 + 2.0  # named within the stall limit plus a tick or two
+    # duration_s 30: the stall ended it (how soon after the limit: test_watches_on_their_clock, on the driver's clock)
+    assert result.stopped_by == "stall" and result.stalls[0].silent_s >= 1.0
     found = judge.judge_sustained(A, result)
     assert codes(found) == [(Code.SOAK_STALL, f"soak stream #{result.stalls[0].stream}")]
     text = found[0].text
@@ -90,13 +93,13 @@ def test_a_stream_that_goes_silent_is_a_stall_named_within_the_limit():
 def test_a_stream_with_no_first_token_is_a_stall_too():
     result, _ = drive({"ttft_s": 5}, stall_limit_s=0.8, duration_s=30)
     [f] = judge.judge_sustained(A, result)
-    assert f.code == Code.SOAK_STALL and "waiting for its first token (after 0 tokens" in f.seen and result.elapsed_s < 3
+    assert f.code == Code.SOAK_STALL and "waiting for its first token (after 0 tokens" in f.seen and result.stopped_by == "stall"
 
 
 def test_the_memory_floor_stops_every_rank_and_names_the_node():
     launcher = FakeLauncher(mem=lambda node, t: 3.2 if node == B and t > 0.5 else 40.0)
     result, _ = drive(launcher=launcher, duration_s=30)
-    assert result.stopped_by == "memory floor" and result.elapsed_s < 2.5
+    assert result.stopped_by == "memory floor"
     assert sorted(launcher.stopped) == [(A, True), (B, True)]  # every rank killed, as the deploy's watchdog does
     found = judge.judge_sustained(A, result)
     assert codes(found) == [(Code.SOAK_MEMORY_FLOOR, B)]
@@ -111,7 +114,7 @@ def test_a_rank_that_exits_is_named_with_its_last_log_lines():
     launcher = FakeLauncher(exit=lambda node, t: 137 if node == B and t > 0.5 else None,
                             log=lambda node, t: "line one\nline two\n" + (DIED if node == B and t > 0.5 else ""))
     result, _ = drive(launcher=launcher, duration_s=30)
-    assert result.stopped_by == "rank exited" and result.elapsed_s < 2.5
+    assert result.stopped_by == "rank exited"
     found = judge.judge_sustained(A, result)
     assert (Code.SOAK_RANK_EXITED, B) in codes(found)
     f = next(f for f in found if f.code == Code.SOAK_RANK_EXITED)
@@ -130,7 +133,7 @@ def test_a_rank_that_exits_is_named_with_its_last_log_lines():
 def test_a_signature_in_a_ranks_log_ends_the_soak_with_its_fix(line, code, fix):
     launcher = FakeLauncher(log=lambda node, t: ("INFO 01-01 00:00:00 [x.py:1] fine\n" + (line if node == B and t > 0.4 else "")))
     result, _ = drive(launcher=launcher, duration_s=30)
-    assert result.stopped_by == "signature" and result.elapsed_s < 2.5
+    assert result.stopped_by == "signature"
     found = judge.judge_sustained(A, result)
     assert codes(found) == [(code, B)]
     assert found[0].seen.startswith("rank 1's log at ") and line.strip()[-40:] in found[0].seen
@@ -173,7 +176,7 @@ def test_stop_from_another_thread_ends_the_run_and_on_tick_sees_it():
     with FakeServer() as server:
         result = soak.run(CLUSTER, FakeLauncher(), Api(server.base_url, timeout_s=10), cfg(duration_s=30), on_tick=on_tick,
                           stop=stop)
-    assert result.stopped_by == "stop" and result.elapsed_s < 2.5 and ticks[0][0] < ticks[-1][0]
+    assert result.stopped_by == "stop" and ticks[0][0] < ticks[-1][0] and ticks[-1][0] > 0.5
     assert judge.judge_sustained(A, result) == []
 
 

@@ -119,14 +119,16 @@ def test_unreachable_node_fails_once_and_its_other_checks_are_not_checked(sshd, 
     # One failure, for the unreachable node, by its reachability check: what was seen and how to check by hand.
     failed = [l.split(" - ")[0] for l in out.splitlines() if l.startswith("FAILED")]
     assert failed == [f"FAILED tests/preflight/test_identity.py::test_ssh_user[{other}]"], out
-    assert (f"[node-unreachable] {other}: saw node {other} unreachable at 127.0.0.2: Connection refused; expected an SSH "
-            f"session as {sshd.user}\n  fix: check that {other} is on") in out
+    assert (f"[ssh-refused] {other}: saw node {other} unreachable at 127.0.0.2: Connection refused; expected an SSH "
+            f"session as {sshd.user}\n  fix: 127.0.0.2 answers but nothing accepts SSH on port {sshd.port}: on {other} start "
+            "sshd") in out
     # Its other checks: NOT CHECKED for the same cause, told once under it, each named (no chained tracebacks).
     section = causes_section(out)
-    assert (f"[node-unreachable] {other}: saw node {other} unreachable at 127.0.0.2: Connection refused; expected an SSH "
-            f"session as {sshd.user}\n  fix: check that {other} is on") in section
+    assert (f"[ssh-refused] {other}: saw node {other} unreachable at 127.0.0.2: Connection refused; expected an SSH "
+            f"session as {sshd.user}\n  fix: 127.0.0.2 answers but nothing accepts SSH on port {sshd.port}: on {other} start "
+            "sshd") in section
     assert f" 3 checks on {other}: failed test_ssh_user; not checked test_os_parity, test_gpu_name " in flat(section)
-    assert "[unreachable]" not in section and section.count(f"unreachable at 127.0.0.2") == 1
+    assert "could not check: node" not in section and section.count(f"unreachable at 127.0.0.2") == 1
     assert "During handling of the above exception" not in out
     # The reachable node has no nvidia-smi: we could not ask it, which is not a fault of the GPU; the tool is named.
     assert f"[tool-missing] {head}: could not check: `nvidia-smi` is not installed" in section
@@ -203,10 +205,10 @@ def test_two_unreachable_nodes_each_cause_once_in_the_terminal_the_report_and_ju
     for name, address in zip(names, ("127.0.0.2", "127.0.0.3")):
         # pytest's own failure of the reachability check, and the cause once: its text and the checks it stopped.
         assert out.count(f"unreachable at {address}: Connection refused") == 2, out
-        assert section.count(f"[node-unreachable] {name}: saw node {name} unreachable at {address}") == 1, section
+        assert section.count(f"[ssh-refused] {name}: saw node {name} unreachable at {address}") == 1, section
         assert re.search(rf" \d+ checks on {name}: failed test_ssh_user; not checked test_clock_skew, ", flat(section)), section
-    assert "test_os_parity" in section.split(f"[node-unreachable] {names[1]}")[1]  # a follower check, under its node
-    assert "check by hand" not in out and "[unreachable]" not in out  # the lead is the reachability check's failure
+    assert "test_os_parity" in section.split(f"[ssh-refused] {names[1]}")[1]  # a follower check, under its node
+    assert "check by hand" not in out and "could not check: node" not in out  # the lead is the reachability check's failure
 
     md = (tmp_path / "out" / "report.md").read_text()
     assert md.index("## Causes: 2, failing or stopping 58 checks") < md.index("## Warnings") < md.index("## Every check")
@@ -216,13 +218,13 @@ def test_two_unreachable_nodes_each_cause_once_in_the_terminal_the_report_and_ju
     suite = next(ET.parse(tmp_path / "junit.xml").getroot().iter("testsuite"))
     listed = [json.loads(p.get("value")) for p in suite.find("properties") if p.get("name") == "gb10check.cause"]
     assert [(c["cause"], c["title"], len(c["tests"])) for c in listed] == [
-        (1, f"[node-unreachable] {names[0]}", 26), (2, f"[node-unreachable] {names[1]}", 32)]
-    assert listed[1]["text"].startswith(f"[node-unreachable] {names[1]}: saw node {names[1]} unreachable at 127.0.0.3")
+        (1, f"[ssh-refused] {names[0]}", 26), (2, f"[ssh-refused] {names[1]}", 32)]
+    assert listed[1]["text"].startswith(f"[ssh-refused] {names[1]}: saw node {names[1]} unreachable at 127.0.0.3")
     assert listed[1]["checks"].startswith(f"32 checks on {names[1]}: failed test_ssh_user; not checked test_clock_skew, ")
     named = {c.get("name"): [p.get("value") for p in c.iter("property") if p.get("name") == "gb10check.cause"]
              for c in suite.iter("testcase")}
-    assert named[f"test_os_parity[{names[1]}]"] == [f"2: [node-unreachable] {names[1]}"]
-    assert named[f"test_ssh_user[{names[0]}]"] == [f"1: [node-unreachable] {names[0]}"]
+    assert named[f"test_os_parity[{names[1]}]"] == [f"2: [ssh-refused] {names[1]}"]
+    assert named[f"test_ssh_user[{names[0]}]"] == [f"1: [ssh-refused] {names[0]}"]
     assert sum(bool(v) for v in named.values()) == 58 and not named[f"test_driver_version[{names[0]}]"]  # a skip: no cause
 
 

@@ -36,7 +36,7 @@ def test_missing_cluster_file_says_how_to_make_one(tmp_path):
     run = pytest_run("--collect-only", "-q", "-c", str(REPO / "pytest.ini"), "--rootdir", str(REPO), str(REPO / "tests"),
                      cwd=tmp_path)
     assert run.returncode == 4
-    assert "no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or copy cluster.example.yaml" in run.stdout + run.stderr
+    assert "no cluster file: pass --cluster PATH, set GB10CHECK_CLUSTER, or write a commented cluster.yaml with `gb10check init`" in run.stdout + run.stderr
 
 
 def test_every_check_carries_its_suite_marker():

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gb10check.cluster import Link, Node, Ssh
-from gb10check.remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
+from gb10check.remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode, SshRefused
 
 from .local_sshd import LocalSshd, free_port, keygen
 
@@ -58,39 +58,17 @@ def test_one_connection_per_node(sshd):
     assert node.host.backend.client.get_transport() is transport
 
 
-def test_unknown_host_key_is_refused(sshd, tmp_path):
-    empty = tmp_path / "known_hosts"
-    empty.write_text("")
-    node = make_node(sshd, known_hosts=str(empty))
-    with pytest.raises(NodeUnreachable, match=rf"^node pgx-a unreachable at 127\.0\.0\.1: host key unknown: \[127\.0\.0\.1\]:{sshd.port} "
-                                              rf"is not in {empty}; check its fingerprint"):
-        node.output("true")
-
-
-def test_changed_host_key_is_refused(sshd, tmp_path):
-    other = keygen(tmp_path / "other")
-    kh = tmp_path / "known_hosts"
-    kh.write_text(f"[127.0.0.1]:{sshd.port} {' '.join(other.split()[:2])}\n")
-    node = make_node(sshd, known_hosts=str(kh))
-    with pytest.raises(NodeUnreachable, match=r"host key CHANGED: expected ssh-ed25519 SHA256:\S+, got ssh-ed25519 SHA256:\S+; "
-                                              r"if the node was reinstalled"):
-        node.output("true")
-
-
-def test_missing_known_hosts_is_refused(sshd, tmp_path):
-    node = make_node(sshd, known_hosts=str(tmp_path / "absent"))
-    with pytest.raises(NodeUnreachable, match=r"known_hosts file .*absent does not exist; host keys cannot be verified"):
-        node.output("true")
+# Unknown, changed or missing host keys, and every other way a login fails: test_ssh_failures.py.
 
 
 def test_unreachable_node_fails_fast_and_stays_failed(sshd):
     node = make_node(sshd, port=free_port())
     start = time.monotonic()
-    with pytest.raises(NodeUnreachable, match=r"^node pgx-a unreachable at 127\.0\.0\.1: Connection refused$"):
+    with pytest.raises(SshRefused, match=r"^node pgx-a unreachable at 127\.0\.0\.1: Connection refused$"):
         node.output("true")
     with pytest.raises(NodeUnreachable):  # the second test of this node does not wait again
         node.output("true")
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 3  # wall-clock is what "fails fast" means: refused at once, never waited for
 
 
 def test_command_timeout(sshd):
@@ -98,7 +76,7 @@ def test_command_timeout(sshd):
     start = time.monotonic()
     with pytest.raises(CommandTimeout, match=r"^pgx-a: command did not finish within 0\.5 s: sleep 5"):
         node.run("sleep 5", timeout=0.5)
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 2  # wall-clock is what a command timeout bounds: 0.5 s, not the 5 s sleep
     assert node.output("echo still usable") == "still usable\n"
 
 
@@ -132,3 +110,39 @@ def test_a_root_login_runs_root_commands_without_sudo(sshd):
 def test_arguments_are_quoted(sshd):
     node = make_node(sshd)
     assert node.output("printf %%s %s", "a b; echo injected") == "a b; echo injected"
+
+
+def test_a_connection_lost_mid_run_is_node_unreachable(sshd):
+    """The node answered, then its session died (a reboot, an OOM kill): node-unreachable, and that node fails fast after."""
+    import re
+    import signal
+    from pathlib import Path
+
+    from gb10check.plugin import _remote_finding
+    from gb10check.remedies import Code
+
+    node = make_node(sshd)
+    assert node.output("echo up") == "up\n"
+    def parent(pid: Path) -> str:
+        try:
+            return re.search(r"\nPPid:\t(\d+)\n", (pid / "status").read_text())[1]
+        except OSError:  # gone meanwhile
+            return ""
+
+    sessions = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and parent(p) == str(sshd.proc.pid)]
+    assert sessions, "no sshd session serves this connection"
+    for pid in sessions:  # the sessions of this test's server, which this module started
+        os.kill(pid, signal.SIGKILL)
+    with pytest.raises(NodeUnreachable) as caught:
+        for _ in range(3):  # the first command may still find the transport open
+            node.output("true")
+    exc = caught.value
+    assert type(exc) is NodeUnreachable and exc.code == Code.NODE_UNREACHABLE
+    assert str(exc).startswith("node pgx-a unreachable at 127.0.0.1: "), str(exc)
+    assert exc.fix.startswith(f"the SSH connection to pgx-a (127.0.0.1:{sshd.port}) broke")  # for the helpers' one line
+    text = _remote_finding(exc).text
+    assert text.startswith(f"[node-unreachable] pgx-a: could not check: node pgx-a unreachable at 127.0.0.1: "), text
+    assert (f"check by hand: the SSH connection to pgx-a (127.0.0.1:{sshd.port}) broke: check that pgx-a is still up "
+            "(it may have rebooted or run out of memory") in text
+    with pytest.raises(NodeUnreachable):
+        node.output("true")

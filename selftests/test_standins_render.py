@@ -143,3 +143,20 @@ def test_dmesg_gpu_xid_scenario_warns_with_the_lines():
     assert "[ 4021.118204] NVRM: Xid (PCI:000f:01:00): 31, pid=20417, name=python3" in found[0].text
     assert platform.judge_kernel_log("pgx-30", kernel_log_of(state(0, "gpu-xid"))) == []  # rank 0's log is the real one
     assert dmesg.render(state(1, "gpu-xid"), REAL_DMESG, ["-T"]) == REAL_DMESG  # another layout: the real log only
+
+
+@pytest.mark.parametrize("name", ["cx7-pcie-fatal", "cpu-soft-lockup", "overheated"])
+def test_dmesg_kernel_log_scenarios_report_what_they_prove(name):
+    """Rank 1's log, through the gather's own filter (the real grep), judged: exactly the codes the scenario declares,
+    each a failure or a warning as its sign says; rank 0's log stays clean."""
+    import subprocess
+
+    from gb10check.gather import commands
+
+    kept = subprocess.run(["grep", "-aiE", commands.KERNEL_LOG_SIGNS], input=dmesg.render(state(1, name), REAL_DMESG, []),
+                          capture_output=True, text=True, timeout=10).stdout
+    found = platform.judge_kernel_log("pgx-32", parse("kernel_log", "-- source: dmesg --\n" + kept))
+    assert {f"test_kernel_log:{f.code.value}" for f in found} == set(scenarios.SCENARIOS[name].proves)
+    signs = {s.code: s.warning for s in platform.KERNEL_SIGNS}
+    assert all(f.warning == signs[f.code] for f in found)
+    assert platform.judge_kernel_log("pgx-30", kernel_log_of(state(0, name))) == []

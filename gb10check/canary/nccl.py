@@ -3,7 +3,8 @@
 Fed to the image's python3 on stdin (`python3 -`); stdlib and torch only. Asks torch for its NCCL (which loads the
 library), then reads the libnccl file mapped into this process (/proc/self/maps), its version from the library itself
 (ctypes ncclGetVersion: major*10000 + minor*100 + patch since 2.9) and its GNU build id (the ELF note, read here: no
-readelf needed). Prints one JSON line: path, version, version_code, build_id (torch's library), torch, torch_nccl (torch's own idea),
+readelf needed) and its version banner (read from the file too: a development build's suffix shows only there).
+Prints one JSON line: path, version, version_code, build_id, banner (torch's library), torch, torch_nccl (torch's own idea),
 libraries (every libnccl mapped: an LD_PRELOAD one sits beside torch's), pynccl (the library vLLM's own communicator
 loads: VLLM_NCCL_SO_PATH or `libnccl.so.2`, which an LD_PRELOAD wins), env_nccl_version (the image's NCCL_VERSION
 variable, which can be stale). A torch with no NCCL (a CPU build) prints
@@ -39,6 +40,22 @@ def gnu_build_id(path: str) -> str | None:
     return None
 
 
+def version_banner(path: str) -> str | None:
+    """The library's own banner, NCCL's VERSION_STRING, which its source keeps whole in the binary so that `strings`
+    shows it: "NCCL version 2.28.9+cuda13.0" (a development build's suffix follows X.Y.Z). Other strings start alike
+    ("NCCL version 2.28.9 compiled with CUDA 13.0", "NCCL version mismatch ..."): the banner is the one of no space."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        at = data.find(b"NCCL version ")
+        while at != -1:
+            end = data.find(b"\0", at, at + 128)
+            text = data[at:end].decode("ascii", "replace") if end != -1 else ""
+            rest = text[len("NCCL version "):]
+            if rest[:1].isdigit() and not any(c.isspace() for c in rest):
+                return text
+            at = data.find(b"NCCL version ", at + 1)
+    return None
+
+
 def mapped(word: str) -> list[str]:
     with open("/proc/self/maps") as maps:
         return sorted({line.split()[-1] for line in maps if word in line and "/" in line})
@@ -53,7 +70,8 @@ def library(lib: ctypes.CDLL, path: str) -> dict:
     code = ctypes.c_int()
     rc = lib.ncclGetVersion(ctypes.byref(code))
     return {"path": os.path.realpath(path), "version": version_text(code.value) if rc == 0 else None,
-            "version_code": code.value, "ncclGetVersion_rc": rc, "build_id": gnu_build_id(path)}
+            "version_code": code.value, "ncclGetVersion_rc": rc, "build_id": gnu_build_id(path),
+            "banner": version_banner(path)}
 
 
 class DlInfo(ctypes.Structure):

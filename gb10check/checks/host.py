@@ -1,11 +1,15 @@
 """Host identity and driver: same user, same OS image and kernel, GPU name, driver parity."""
 
 import re
+from typing import TYPE_CHECKING
 
 from ..facts import nvidia
 from ..facts._text import ParseError
 from ..remedies import Code
 from ..verdict import Finding
+
+if TYPE_CHECKING:
+    from ..remote import NodeUnreachable
 
 
 def os_release(text: str) -> str:
@@ -67,13 +71,11 @@ def _is_version(text) -> bool:
     return isinstance(text, str) and re.fullmatch(r"\d+(\.\d+)+", text.strip()) is not None
 
 
-def judge_ssh_user(node: str, user: str, seen: str | None, unreachable: str | None, address: str, port: int) -> list[Finding]:
-    """The node answers over SSH as the cluster's user (the one check that fails for an unreachable node)."""
-    if unreachable and "Authentication failed" in unreachable:
-        return [Finding(Code.SSH_USER, node, f"login as {user!r} refused ({unreachable})", f"user {user!r} with the runner's key",
-                        user=user)]
-    if unreachable:
-        return [Finding(Code.NODE_UNREACHABLE, node, unreachable, f"an SSH session as {user}", user=user, address=address, port=port)]
+def judge_ssh_user(node: str, user: str, seen: str | None, unreachable: "NodeUnreachable | None") -> list[Finding]:
+    """The node answers over SSH as the cluster's user (the one check that fails for a node that cannot be reached, with the
+    code of the way it failed: remote.NodeUnreachable's kinds, remedies.REACH)."""
+    if unreachable is not None:
+        return [Finding(unreachable.code, node, str(unreachable), f"an SSH session as {user}", **{"user": user, **unreachable.params})]
     return [Finding(Code.SSH_USER, node, f"logged in as {seen!r}", f"user {user!r}", user=user)] if seen != user else []
 
 

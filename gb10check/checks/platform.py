@@ -3,7 +3,7 @@ driver packages open to unattended upgrades, the kernel log since boot and the R
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from ..advisories import ADVISORIES, Advisory, by_id
@@ -100,6 +100,89 @@ def judge_advisories(node: str, facts: Platform, advisories=ADVISORIES) -> list[
             for a in advisories if a.check is None and (why := affects(a, facts))]
 
 
+# Where a libnccl comes from, by the path torch maps it from (gb10check/canary/nccl.py's `path`): a pip wheel's
+# (.../site-packages/nvidia/nccl/lib/libnccl.so.2) or a system package's (DGX OS and NGC images: libnccl2 in
+# /usr/lib/<triplet>/); anything else is a build of its own.
+NCCL_BUILDS = (("pip wheel", re.compile(r"/(site|dist)-packages/nvidia/nccl/lib/libnccl[^/]*$")),
+               ("system package", re.compile(r"^/usr/lib/[a-z0-9_]+-linux-gnu/libnccl[^/]*$")))
+# The library's own banner (NCCL's VERSION_STRING, kept whole in the binary: "NCCL version 2.28.9+cuda13.0"; newer
+# releases end at the version): a suffix after X.Y.Z, or after "+" anything but cudaN.M, is a development build.
+NCCL_BANNER = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+(?P<local>\S+))?")
+
+
+def nccl_build(path: str | None) -> str | None:
+    if not path:
+        return None
+    return next((name for name, pattern in NCCL_BUILDS if pattern.search(path)), "a build of its own")
+
+
+def nccl_dev_suffix(banner: str | None) -> str | None:
+    """'a0' of 'NCCL version 2.29.0a0+cuda13.0', '+git4f2e1c' of '2.29.0+git4f2e1c'; '' for a release; None unread."""
+    m = NCCL_BANNER.search(banner or "")
+    if m is None:
+        return None
+    local = m["local"] or ""
+    return m["suffix"] + ("" if not local or re.fullmatch(r"cuda[\d.]+", local) else "+" + local)
+
+
+def nccl_affects(advisory: Advisory, ident: dict, machine: str | None, environment: dict | None) -> str | None:
+    """Why an NCCL advisory affects the library torch loads in the image (the canary's `ident`), or None: every criterion
+    the advisory gives must hold, and a fact not given (no banner, no environment) never makes it affected."""
+    why = []
+    version = ident.get("version")
+    if advisory.nccl_min is not None or advisory.nccl_max is not None:
+        if not version:
+            return None
+        v = version_key(version)
+        if (advisory.nccl_min and v < version_key(advisory.nccl_min)) or (advisory.nccl_max and v >= version_key(advisory.nccl_max)):
+            return None
+        why.append(f"NCCL {version}")
+    if advisory.nccl_build is not None:
+        build = nccl_build(ident.get("path"))
+        if build != advisory.nccl_build:
+            return None
+        why.append(f"from a {build} ({ident.get('path')})")
+    if advisory.machine is not None:
+        if (machine or "").strip() != advisory.machine:
+            return None
+        why.append(f"on {advisory.machine}")
+    if advisory.nccl_dev:
+        suffix = nccl_dev_suffix(ident.get("banner"))
+        if not suffix:
+            return None
+        why.append(f"a development build ({ident.get('banner')}, {ident.get('path')})")
+    if advisory.env_lacks is not None:
+        if environment is None:
+            return None
+        name, _, value = advisory.env_lacks.partition("=")
+        if str(environment.get(name, "")) == value:
+            return None
+        why.append(f"{name}={environment[name]}" if name in environment else f"no {name} in the serving environment")
+    return ", ".join(why) or None
+
+
+def nccl_needs_environment(ident: dict, machine: str | None, advisories=ADVISORIES) -> bool:
+    """Whether an NCCL advisory that turns on the serving container's environment matches the library otherwise: only
+    then is the compose service read (a broken compose file is test_compose_lint's to report)."""
+    libraries = [ident] + ([ident["pynccl"]] if isinstance(ident.get("pynccl"), dict) else [])
+    return any(a.check == "test_image_nccl" and a.env_lacks and nccl_affects(replace(a, env_lacks=None), lib, machine, None)
+               for a in advisories for lib in libraries)
+
+
+def judge_nccl_advisories(node: str, ident: dict, machine: str | None, environment: dict | None,
+                          advisories=ADVISORIES) -> list[Finding]:
+    """Each known-bad NCCL the serving image loads (the advisories judged by test_image_nccl): the library torch's calls
+    reach and, when it is another build, the one vLLM's own communicator (pynccl: its tensor-parallel all-reduce) loads."""
+    libraries = [("", ident)]
+    py = ident.get("pynccl")
+    if isinstance(py, dict) and py.get("path") and py.get("build_id") != ident.get("build_id"):
+        libraries.append(("vLLM's pynccl loads ", py))
+    return [Finding(Code.KNOWN_BAD_VERSION, node, f"{said}{why} [{a.id}: {a.symptom}]", f"not {a.what}", warning=not a.fail,
+                    advisory=a.id, advisory_fix=a.fix, source=a.source)
+            for said, lib in libraries
+            for a in advisories if a.check == "test_image_nccl" and (why := nccl_affects(a, lib, machine, environment))]
+
+
 def judge_reboot_required(node: str, flag: str) -> list[Finding]:
     """/var/run/reboot-required present: upgrades wait for a reboot (the packages that asked for it are named)."""
     lines = [line.strip() for line in flag.splitlines() if line.strip()]
@@ -141,24 +224,70 @@ def judge_driver_hold(node: str, unheld: list[str]) -> list[Finding]:
                     source=a.source)]
 
 
-# The kernel log's signs of trouble: what the lines mean, and how to know them.
+@dataclass(frozen=True)
+class KernelSign:
+    """A kind of kernel-log line: what it means, its pattern, the code it reports and whether that is only a warning.
+
+    `pattern` is matched case-insensitively, here and by the gather's `grep -aiE` (gather/commands.py joins every
+    sign's pattern into its filter), so it must read the same as a Python and a POSIX extended regular expression:
+    no `\\d`, no `(?:...)`."""
+
+    what: str
+    pattern: str
+    code: Code
+    warning: bool
+
+    @property
+    def regex(self) -> re.Pattern:
+        return re.compile(self.pattern, re.I)
+
+
+# The kernel log's signs of trouble since boot, each from the kernel's or the driver's own printk format.
+# A failure: the node is not fit to serve until it is power-cycled or rebooted (the fault is in the hardware path or the
+# kernel, and the log says it happened on this boot). A warning: the node may serve; the line says what to look at.
 KERNEL_SIGNS = (
-    ("GPU Xid error", re.compile(r"NVRM: Xid\b")),
-    ("NV_ERR_NO_MEMORY", re.compile(r"NV_ERR_NO_MEMORY")),
-    ("mlx5 link down", re.compile(r"mlx5_core\b.*\bLink down\b", re.I)),
-    ("OOM kill", re.compile(r"Out of memory: Kill|invoked oom-killer|oom-kill:|Memory cgroup out of memory")),
+    KernelSign("GPU Xid error", r"NVRM: Xid", Code.KERNEL_LOG, warning=True),
+    # Printed on healthy starts too (vLLM issue 56824): counted, never a failure by itself.
+    KernelSign("NV_ERR_NO_MEMORY", r"NV_ERR_NO_MEMORY", Code.KERNEL_LOG, warning=True),
+    KernelSign("mlx5 link down", r"mlx5_core.*Link down", Code.KERNEL_LOG, warning=True),
+    KernelSign("OOM kill", r"Out of memory: Kill|invoked oom-killer|oom-kill:|Memory cgroup out of memory", Code.KERNEL_LOG,
+               warning=True),
+    # drivers/pci/pcie/aer.c: "PCIe Bus Error: severity=Uncorrected (Fatal), ..." (6.x: "%s Bus Error"), and the root
+    # port's "AER: Uncorrected (Fatal) error message received from 0000:01:00.0" ("error received:" in older kernels).
+    KernelSign("PCIe AER fatal error", r"Uncorrected \(Fatal\)", Code.KERNEL_PCIE_FATAL, warning=False),
+    # drivers/net/ethernet/mellanox/mlx5/core/main.c: "mlx5_pci_err_detected Device state = 1 pci_status: 1. Enter,
+    # pci channel state = 2", "mlx5_pci_slot_reset Device state = 1 pci_status: 0. Enter" (mlx5_core_info).
+    KernelSign("mlx5 PCI error recovery", r"mlx5_pci_err_detected|mlx5_pci_slot_reset", Code.KERNEL_NIC_RESET, warning=False),
+    # kernel/watchdog.c: "watchdog: BUG: soft lockup - CPU#3 stuck for 26s! [python3:20417]"; kernel/watchdog_perf.c and
+    # watchdog_buddy.c: "Watchdog detected hard LOCKUP on cpu 5".
+    KernelSign("CPU lockup", r"BUG: soft lockup|detected hard LOCKUP", Code.KERNEL_LOCKUP, warning=False),
+    # kernel/hung_task.c: "INFO: task python3:20417 blocked for more than 122 seconds."
+    KernelSign("hung task", r"INFO: task .*:[0-9]+ blocked for more than [0-9]+ seconds", Code.KERNEL_HUNG_TASK, warning=True),
+    # drivers/thermal/thermal_core.c: "thermal thermal_zone0: acpitz: critical temperature reached" (older kernels
+    # add ", shutting down"); drivers/acpi/thermal.c: "Critical temperature reached (105 C), shutting down.";
+    # kernel/reboot.c: "HARDWARE PROTECTION shutdown (Temperature too high)".
+    KernelSign("critical temperature", r"critical temperature reached|HARDWARE PROTECTION (shutdown|reboot)",
+               Code.KERNEL_THERMAL, warning=False),
+    # A part running hot but not yet at its trip point. drivers/net/ethernet/mellanox/mlx5/core/events.c: "mlx5_core
+    # 0000:01:00.0: temp_warn:170:(pid 0): High temperature on sensors with bit set 0 1" (mlx5_core_warn adds the
+    # function, line and pid); arch/x86/kernel/cpu/mce/therm_throt.c: "CPU2: Package temperature is above threshold,
+    # cpu clock is throttled (total events = 1)" (an x86 kernel only: on a GB10 the GPU's throttling is read under load
+    # by test_gpu_compute, through its clock-event reasons).
+    KernelSign("high temperature", r"High temperature on sensors|temperature (is )?above threshold, cpu clock (is )?throttled",
+               Code.KERNEL_HOT, warning=True),
 )
 
 
 def judge_kernel_log(node: str, log, shown: int = 3) -> list[Finding]:
-    """Xid errors, NV_ERR_NO_MEMORY, mlx5 links going down, OOM kills since boot: a warning per kind, with its lines."""
+    """Every kind of KERNEL_SIGNS line seen since boot: its count and first lines, a failure or a warning as the table says."""
     found = []
-    for what, sign in KERNEL_SIGNS:
-        lines = [e.line for e in log.entries if sign.search(e.text)]
+    for sign in KERNEL_SIGNS:
+        lines = [e.line for e in log.entries if sign.regex.search(e.text)]
         if lines:
             more = f" (and {len(lines) - shown} more)" if len(lines) > shown else ""
-            found.append(Finding(Code.KERNEL_LOG, node, f"{len(lines)} {what} line(s) in the kernel log since boot ({log.source}): "
-                                 + " | ".join(lines[:shown]) + more, f"no {what} since boot", warning=True, what=what))
+            found.append(Finding(sign.code, node, f"{len(lines)} {sign.what} line(s) in the kernel log since boot ({log.source}): "
+                                 + " | ".join(lines[:shown]) + more, f"no {sign.what} since boot", warning=sign.warning,
+                                 what=sign.what))
     return found
 
 

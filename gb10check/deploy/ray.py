@@ -32,7 +32,7 @@ from ..facts.ray import RayNode
 from ..remedies import Code
 from ..remote import RemoteNode
 from ..verdict import Finding
-from .run import ComposeLauncher, DeployFailed
+from .launch import ComposeLauncher, DeployFailed
 
 STEPS = ("ray-head", "ray-workers", "ray-ready", "vllm-serve")
 FATAL = (Code.RAY_NODE_ADDRESS, Code.RAY_GPUS)  # waiting does not fix these

@@ -4,7 +4,7 @@ cluster and the node. Test modules hold no command strings; they read facts by n
 import shlex
 
 from .. import compose, facts
-from ..checks import model
+from ..checks import model, platform
 from ..cluster import Cluster
 
 # `path:value` per file from one grep, not a `cat` per file: a GB10's four RDMA devices hold about 3000 GID-table files.
@@ -40,11 +40,18 @@ UNATTENDED_UPGRADES = "apt-config dump Unattended-Upgrade 2>/dev/null || cat /et
 REBOOT_REQUIRED = ("if [ -e /var/run/reboot-required ]; then echo present; cat /var/run/reboot-required.pkgs 2>/dev/null; "
                    "else echo absent; fi")
 # The kernel log since boot, kept to the lines the checks judge (and a note naming its source): journalctl, else dmesg.
-KERNEL_LOG_SIGNS = r"NVRM: Xid|NV_ERR_NO_MEMORY|mlx5_core.*Link down|Out of memory|oom-kill|invoked oom-killer"
-KERNEL_LOG = ("k() { grep -aE " + shlex.quote(KERNEL_LOG_SIGNS) + " | tail -n 300; }; "
+# The filter is the judge's own table of signs (checks/platform.py), matched the same way: case-insensitively. The last
+# 300 lines of the failing signs and, apart, of the warning ones: a flood of warnings (NV_ERR_NO_MEMORY on every start)
+# cannot push a fatal line out of what is kept.
+KERNEL_LOG_FAILING = "|".join(f"({sign.pattern})" for sign in platform.KERNEL_SIGNS if not sign.warning)
+KERNEL_LOG_WARNING = "|".join(f"({sign.pattern})" for sign in platform.KERNEL_SIGNS if sign.warning)
+KERNEL_LOG_SIGNS = f"{KERNEL_LOG_FAILING}|{KERNEL_LOG_WARNING}"
+_KMSG_JOURNAL = "journalctl -k -b -q --no-pager -o short-monotonic"
+KERNEL_LOG = ("f() { grep -aiE " + shlex.quote(KERNEL_LOG_FAILING) + " | tail -n 300; }; "
+              "w() { grep -aiE " + shlex.quote(KERNEL_LOG_WARNING) + " | tail -n 300; }; "
               "if journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -q .; then echo '-- source: journalctl -k -b --'; "
-              "journalctl -k -b -q --no-pager -o short-monotonic | k; elif dmesg >/dev/null 2>&1; then echo '-- source: dmesg --'; "
-              "dmesg | k; else echo '-- source: none --'; fi")
+              f"{_KMSG_JOURNAL} | f; {_KMSG_JOURNAL} | w; elif dmesg >/dev/null 2>&1; then echo '-- source: dmesg --'; "
+              "dmesg | f; dmesg | w; else echo '-- source: none --'; fi")
 RDMA_COUNTERS = ("grep -sH '' /sys/class/infiniband/*/ports/*/counters/link_downed /sys/class/infiniband/*/ports/*/counters/symbol_error "
                  "/sys/class/infiniband/*/ports/*/counters/port_rcv_errors; true")
 NM_PROFILES = ("if ! command -v nmcli >/dev/null 2>&1; then echo '-- nmcli: absent --'; "

@@ -12,6 +12,7 @@ from ..cluster import Cluster
 from ..remote import NotRecorded, RemoteError, RemoteNode
 from . import registry
 from .batch import LOOK_FIRST, Output, batch_script, read_batch
+from .probes import Probes
 from .shared import dump_output, load_output, run_shared
 
 Key = tuple[str, Any]  # (fact, arg)
@@ -36,8 +37,6 @@ class Fleet:
 
     def probes(self):
         """The run's reachability probes (ping, SSH mesh, ports), measured once when first asked."""
-        from ..probes import Probes
-
         with self._lock:
             if self._probes is None:
                 self._probes = Probes(self.cluster, self.node, self.timing, self.run_id)

@@ -43,7 +43,7 @@ def record(cluster: Cluster, cluster_text: str, source: str) -> dict[str, Any]:
 
 def of_fleet(fleet: Fleet, cluster_text: str, source: str) -> dict[str, Any]:
     """What this process's fleet gathered in its run: the facts' batch, the probes, the programs run once."""
-    from ..probes import Probes
+    from .probes import Probes
 
     got: dict[str, Any] = {"schema": SCHEMA, "source": source, "recorded": time.strftime("%Y-%m-%d"),
                            "cluster": yaml.safe_load(cluster_text), "facts": Fleet.dump_facts(fleet._facts or {})}

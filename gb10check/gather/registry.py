@@ -17,6 +17,7 @@ there is no live fallback. Text read from a node is data: nothing of it is execu
 """
 
 import contextvars
+import getpass
 import dataclasses
 import re
 from dataclasses import dataclass
@@ -274,9 +275,10 @@ def value_of(fact: Fact, out: Output, node_name: str) -> Any:
         raise Unreadable(f"{exc} (exit {out.rc})", Code.GARBLED, f"{fact.what} as gb10check reads it") from None
 
 
-def unreadable_finding(fact: Fact, exc: Unreadable, node_name: str, command: str) -> Finding:
+def unreadable_finding(fact: Fact, exc: Unreadable, node_name: str, command: str, user: str = "USER") -> Finding:
+    """user: the account the node's commands run as (the fix of sudo-refused names it)."""
     return Finding(exc.code, node_name, exc.why, exc.expected or f"{fact.what} to be readable", command=command,
-                   kind=fact.parse_kind or fact.name, fact=fact.name, **exc.params)
+                   kind=fact.parse_kind or fact.name, fact=fact.name, **{"user": user, **exc.params})
 
 
 def read(node, name: str, arg: Any = None) -> Any:
@@ -311,7 +313,9 @@ def _value(node, fact: Fact, arg: Any) -> Any:
                 raise Unreadable(str(exc), Code.GARBLED, f"{fact.what} as gb10check reads it") from None
         return value_of(fact, out, node.name)
     except Unreadable as exc:
-        report([unreadable_finding(fact, exc, node.name, out.command if out else fact.what)])
+        local = getattr(getattr(node, "spec", None), "connection", "ssh") == "local"
+        report([unreadable_finding(fact, exc, node.name, out.command if out else fact.what,
+                                   user=getpass.getuser() if local else cluster.ssh.user)])
 
 
 def parse_or_error(kind: str, text: str) -> tuple[Any, str | None]:

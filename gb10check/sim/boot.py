@@ -302,6 +302,9 @@ def main() -> None:
     configure(root, spec)
     socket.sethostname(spec["name"])
     enter_root(root)
+    # The stand-ins' modules load from the node's copy from here on: the checkout this file came from need not be in the
+    # node (a checkout under /tmp is not: the node's /tmp is its own).
+    standins.__path__[:] = [STANDINS]
     standins.refresh(spec["state"])
     if spec.get("init") == "systemd":
         if spec.get("ufw", True):

@@ -147,7 +147,7 @@ def node_state(n: SimNode) -> dict:
 # ---- up / down / status ---------------------------------------------------------------
 
 
-def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init: str = "plain", executor: str = "mp") -> Path:
+def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str = "mp") -> Path:
     """init "plain": our own small init starts sshd, ufw and dockerd (fast); "systemd": systemd is PID 1 of each node and
     runs them as units (host.service() and `systemctl` are real; netplan apply goes through systemd-networkd).
     executor "ray": the cluster file says deploy.executor: ray, so the nodes get the Ray playbook's compose file."""
@@ -225,11 +225,6 @@ def up(n_nodes: int = 2, scenario: str | None = None, quiet: bool = False, init:
         down(quiet=True)
         raise
     say(f"{len(nodes)} nodes up in {time.monotonic() - start:.1f} s; cluster file: {d / 'cluster.yaml'}")
-    if scenario:
-        from .scenarios import apply
-
-        apply(scenario)
-        say(f"scenario {scenario} applied")
     return d / "cluster.yaml"
 
 

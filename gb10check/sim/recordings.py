@@ -50,6 +50,10 @@ def checks() -> dict[str, Check]:
     return found
 
 
+# Checks that read facts yet prove, in their scenarios, the runner's own live SSH login (a node that cannot be reached).
+LOGIN = {"test_ssh_user"}
+
+
 def proved_checks(name: str) -> set[str]:
     return {p.split(":")[0] for p in scenarios.SCENARIOS[name].proves}
 
@@ -60,7 +64,7 @@ def replayed(name: str) -> bool:
     s = scenarios.SCENARIOS[name]
     known = checks()
     return (name != "healthy" and s.executor == "mp" and bool(s.proves) and all(step.serve is None for step in s.steps)
-            and all(c in known and known[c].reads for c in proved_checks(name)))
+            and all(c in known and known[c].reads and c not in LOGIN for c in proved_checks(name)))
 
 
 def names() -> list[str]:

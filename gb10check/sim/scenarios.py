@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from . import control, image, model_files
+from . import control, image, model_files, serve
 from . import provision
 from .provision import MODEL_REPO
 
@@ -139,7 +139,19 @@ SCENARIOS = {s.name: s for s in [
              proves=("test_link_speed:link-speed",)),
     Scenario("different-usernames", "rank 1: the account is 'nvidia', not 'lenovo'",
              (Step(1, shell="pkill -u lenovo; usermod -l nvidia -d /home/nvidia -m lenovo"),),
-             proves=("test_ssh_user:ssh-user", "test_ssh_mesh:ssh-mesh", "test_nccl_all_gather:nccl-run")),
+             proves=("test_ssh_user:ssh-key-refused", "test_ssh_mesh:ssh-mesh", "test_nccl_all_gather:nccl-run")),
+    Scenario("ssh-blocked", "rank 1: its firewall drops SSH on the management interface (the runner's connection times out)",
+             (Step(1, shell="ufw insert 1 deny in on enP7s7 to any port 22 proto tcp"),),
+             proves=("test_ssh_user:ssh-timeout",)),
+    Scenario("host-key-changed", "rank 1: a new SSH host key, as after a reinstall (known_hosts holds the old one)",
+             (Step(1, shell="ssh-keygen -q -t ed25519 -N '' -C reinstalled -f /tmp/gb10sim-new-key && "
+                            "mv /tmp/gb10sim-new-key /etc/ssh/ssh_host_ed25519_key && "
+                            "mv /tmp/gb10sim-new-key.pub /etc/ssh/ssh_host_ed25519_key.pub && kill -HUP $(cat /run/sshd.pid) && "
+                            "for i in $(seq 100); do ssh-keyscan -t ed25519 127.0.0.1 2>/dev/null | grep -qF "
+                            "\"$(cut -d' ' -f2 /etc/ssh/ssh_host_ed25519_key.pub)\" && break; sleep 0.1; done"),),
+             proves=("test_ssh_user:host-key-changed", "test_ssh_mesh:ssh-mesh")),
+    Scenario("sudo-password", "rank 1: sudo asks the SSH user for a password (its sudoers line without NOPASSWD)",
+             (Step(1, shell="sed -i 's/NOPASSWD://' /etc/sudoers.d/gb10sim"),)),
     Scenario("ssh-not-passwordless", "rank 1: the shared cluster key is not in authorized_keys (nodes cannot ssh in)",
              (Step(1, shell="sed -i '/gb10sim-shared-cluster-key/d' /home/lenovo/.ssh/authorized_keys"),),
              proves=("test_nccl_all_gather:nccl-run", "test_ssh_mesh:ssh-mesh")),
@@ -322,6 +334,36 @@ SCENARIOS = {s.name: s for s in [
              (Step(0, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.94.253/16 dev enP2p1s0f0np0"),
               Step(1, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.159.207/16 dev enP2p1s0f0np0")),
              proves=("test_ib_write_bw:rdma-run", "test_link_address:address-missing", "test_links_on_distinct_subnets:same-subnet", "test_ping:ping", "test_roce_gid:gid-not-roce-v2", "test_route_to_peer:route-wrong-dev", "test_ssh_mesh:ssh-mesh")),
+    # The kernel-log scenarios: lines this machine's kernel cannot print (no ConnectX-7, no GPU), in the printk formats
+    # the signs in checks/platform.py cite, added by rank 1's dmesg.
+    Scenario("cx7-pcie-fatal", "rank 1's kernel log: a fatal PCIe AER on the second ConnectX-7's root port and the mlx5 PCI "
+             "error recovery that reset it (MiaAI-Lab DSpark issue 146)",
+             (Step(1, state={"kernel_log": [
+                 {"at_s": 8812.402661, "message": "pcieport 0002:00:00.0: AER: Uncorrected (Fatal) error message received "
+                                                  "from 0002:01:00.0"},
+                 {"at_s": 8812.402702, "message": "mlx5_core 0002:01:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+                                                  "type=Transaction Layer, (Receiver ID)"},
+                 {"at_s": 8812.402711, "message": "mlx5_core 0002:01:00.0:   device [15b3:1021] error status/mask=00040000/00000000"},
+                 {"at_s": 8812.403190, "message": "mlx5_core 0002:01:00.0: mlx5_pci_err_detected Device state = 1 "
+                                                  "pci_status: 1. Enter, pci channel state = 2"},
+                 {"at_s": 8813.517734, "message": "mlx5_core 0002:01:00.0: mlx5_pci_slot_reset Device state = 2 pci_status: "
+                                                  "0. Enter"}]}),),
+             proves=("test_kernel_log:kernel-pcie-fatal", "test_kernel_log:kernel-nic-reset")),
+    Scenario("cpu-soft-lockup", "rank 1's kernel log: a CPU stuck for 26 s in a python3 process, and a task blocked behind it "
+             "for 122 s (a failure and a warning)",
+             (Step(1, state={"kernel_log": [
+                 {"at_s": 6120.884512, "message": "watchdog: BUG: soft lockup - CPU#7 stuck for 26s! [python3:20417]"},
+                 {"at_s": 6242.771080, "message": "INFO: task nvidia-smi:21877 blocked for more than 122 seconds."},
+                 {"at_s": 6242.771140, "message": "\"echo 0 > /proc/sys/kernel/hung_task_timeout_secs\" disables this message."}]}),),
+             proves=("test_kernel_log:kernel-lockup", "test_kernel_log:kernel-hung-task")),
+    Scenario("overheated", "rank 1's kernel log: the ConnectX-7 warned of high temperature, then a thermal zone reached its "
+             "critical trip point (a warning and a failure)",
+             (Step(1, state={"kernel_log": [
+                 {"at_s": 9240.530211, "message": "mlx5_core 0000:01:00.0: temp_warn:170:(pid 0): High temperature on "
+                                                  "sensors with bit set 0 1"},
+                 {"at_s": 9301.118007, "message": "thermal thermal_zone0: acpitz: critical temperature reached"},
+                 {"at_s": 9301.118050, "message": "reboot: HARDWARE PROTECTION shutdown (Temperature too high)"}]}),),
+             proves=("test_kernel_log:kernel-thermal", "test_kernel_log:kernel-hot")),
 ]}
 
 
@@ -357,9 +399,7 @@ def apply(name: str) -> None:
             if step.shell:
                 control.node_exec(node, step.shell)
         if step.serve is not None:
-            from .serve import ensure
-
-            ensure(step.serve)
+            serve.ensure(step.serve)
     for node in names:
         control.refresh(node)
     record = control.state_dir() / "sim.json"

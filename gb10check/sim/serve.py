@@ -19,12 +19,12 @@ import secrets
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 from .. import compose
 from ..cluster import load_cluster
 from ..poll import wait_until
+from ..serving import Api, ApiUnreachable, api_of
 from . import control, provision, topology
 
 
@@ -144,17 +144,14 @@ def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: N
     rec = {"pgid": proc.pid, "options": options, "argv": argv[1:], "node": head.name, "started": started}
     record_path().write_text(json.dumps(rec))
     say(f"vLLM starting on {head.name}: vllm {' '.join(argv[1:])}")
-    url = f"http://{head.address}:{cluster.deploy.api_port}/health"
+    api = api_of(cluster)
+    url = f"{api.root}/health"
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.poll() is not None:
             raise ServeError(f"vLLM exited with code {proc.returncode} before it served; last log lines:\n{tail_log()}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    break
-        except OSError:
-            pass
+        if _answers(api, timeout_s=2):
+            break
         if time.monotonic() > deadline:
             stop()
             raise ServeError(f"vLLM did not answer {url} within {timeout_s:.0f} s; last log lines:\n{tail_log()}")
@@ -181,7 +178,7 @@ def ensure(options: dict | None = None, timeout_s: float = 300, say=lambda msg: 
     same = (not options.get("stopped") and rec.get("argv") == argv_for(cluster, options)[1:]
             and bool(rec.get("options", {}).get("api_key")) == bool(options.get("api_key")))
     pgid = rec.get("pgid")
-    if not same or not pgid or not _alive(pgid) or "ready_s" not in rec or not _answers(cluster):
+    if not same or not pgid or not _alive(pgid) or "ready_s" not in rec or not _answers(api_of(cluster)):
         return start(options, timeout_s=timeout_s, say=say)
     if options.get("cpu_quota"):
         throttle(pgid, options["cpu_quota"])
@@ -193,11 +190,11 @@ def ensure(options: dict | None = None, timeout_s: float = 300, say=lambda msg: 
     return rec
 
 
-def _answers(cluster) -> bool:
+def _answers(api: Api, timeout_s: float = 5) -> bool:
+    """/health answers 200."""
     try:
-        with urllib.request.urlopen(f"http://{cluster.head.address}:{cluster.deploy.api_port}/health", timeout=5) as resp:
-            return resp.status == 200
-    except OSError:
+        return api.get("/health", root=True, timeout_s=timeout_s).status == 200
+    except ApiUnreachable:
         return False
 
 

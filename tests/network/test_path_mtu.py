@@ -1,5 +1,5 @@
 """The path MTU of each link, each way: a don't-fragment ping filling the source's MTU reaches the peer (probed once
-per run with the other reachability probes, gb10check/probes.py)."""
+per run with the other reachability probes, gb10check/gather/probes.py)."""
 
 import pytest
 

@@ -1,11 +1,11 @@
 """Reachability over each link: ping, SSH between nodes as the same user, and the ports vLLM needs really open.
 
-The probes run once per run, on every node at once (gb10check/probes.py); each test judges its own path's result."""
+The probes run once per run, on every node at once (gb10check/gather/probes.py); each test judges its own path's result."""
 
 import pytest
 
 from gb10check.checks import reach
-from gb10check.probes import CONNECT_TIMEOUT_S
+from gb10check.gather.probes import CONNECT_TIMEOUT_S
 from gb10check.remedies import Code
 from gb10check.verdict import not_checked, report
 

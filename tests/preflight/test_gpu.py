@@ -4,7 +4,7 @@ ours (gb10check/canary/), fed to the image's python3."""
 
 import pytest
 
-from gb10check.checks import gpu
+from gb10check.checks import compose, gpu, platform
 from gb10check.gather import compute, fastest_compute, program, read, reads
 from gb10check.verdict import report
 
@@ -32,7 +32,7 @@ def test_image_kernels(node, cluster):
 
 
 @pytest.mark.slow  # the image started on every node and torch's NCCL loaded: seconds, not the milliseconds of a fact
-@reads("canary_nccl")
+@reads("canary_nccl", "machine", "vllm_service")
 def test_image_nccl(node, head, cluster, measurements):
     mine = read(node, "canary_nccl")
     if mine.get("nccl") is None:
@@ -41,4 +41,7 @@ def test_image_nccl(node, head, cluster, measurements):
     heads = mine if node.name == head.name else read(head, "canary_nccl")
     measurements("image NCCL (ncclGetVersion)", node.name, float(mine.get("version_code") or 0),
                  f"{gpu.nccl_text(mine)}; image NCCL_VERSION={mine.get('env_nccl_version') or 'unset'}")
-    report(gpu.judge_nccl_identity(node.name, head.name, mine, heads, cluster.deploy.nccl, cluster.deploy.image))
+    machine = read(node, "machine")
+    env = compose.service_environment(read(node, "vllm_service")[1]) if platform.nccl_needs_environment(mine, machine) else None
+    report(gpu.judge_nccl_identity(node.name, head.name, mine, heads, cluster.deploy.nccl, cluster.deploy.image)
+           + platform.judge_nccl_advisories(node.name, mine, machine, env))

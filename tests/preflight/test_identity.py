@@ -15,9 +15,8 @@ def test_ssh_user(node, cluster):
     try:
         seen, unreachable = read(node, "whoami"), None
     except NodeUnreachable as exc:
-        seen, unreachable = None, str(exc)
-    report(host.judge_ssh_user(node.name, cluster.ssh.user, seen, unreachable, node.spec.address,
-                               node.spec.ssh_port or cluster.ssh.port))
+        seen, unreachable = None, exc
+    report(host.judge_ssh_user(node.name, cluster.ssh.user, seen, unreachable))
 
 
 def identity(node) -> dict[str, str]:

@@ -7,7 +7,7 @@ import pytest
 from gb10check import soak
 from gb10check.deploy.run import ComposeLauncher
 from gb10check.plugin import remote_node
-from tests.serving.conftest import api_state, pytest_pyfunc_call, served  # noqa: F401
+from ..serving.conftest import api_state, pytest_pyfunc_call, served  # noqa: F401
 
 
 @pytest.fixture(scope="session")

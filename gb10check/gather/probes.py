@@ -20,10 +20,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .cluster import Cluster
-from .gather import port_lock, run_shared
-from .poll import wait_until
-from .remote import NotRecorded, RemoteError, RemoteNode
+from ..cluster import Cluster
+from ..poll import wait_until
+from ..remote import NotRecorded, RemoteError, RemoteNode
+from .shared import port_lock, run_shared
 
 CONNECT_TIMEOUT_S = 3
 WINDOW_S = 20  # how long a listener stays up at most
@@ -235,7 +235,7 @@ class Probes:
                       "error": error(r.error), "listener_error": error(r.listener_error)} for key, r in results.items()}
 
     def _load(self, dumped: dict) -> dict[str, PathResult]:
-        from . import remote
+        from .. import remote
 
         def error(got):
             if got is None:
