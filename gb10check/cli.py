@@ -235,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = simsub.add_parser("apply", help="apply a fault scenario to the running simulation")
     p.add_argument("scenario")
     simsub.add_parser("scenarios", help="list the fault scenarios")
+    p = simsub.add_parser("record-scenarios", help="run each fault scenario the self-tests judge from a recording on the live "
+                                                   "pair and write its recording (selftests/captures/facts/scenarios/)")
+    p.add_argument("names", nargs="*", metavar="NAME", help="the scenarios to record (default: all of them)")
     p = simsub.add_parser("deploy", help="start the two-node TP stack rank 0 first, followers headless, with the memory watchdog")
     p.add_argument("--stall-timeout", type=float, help="seconds without a new startup milestone before giving up "
                                                       "(default: deploy.watchdog.stall_timeout_s)")
@@ -541,6 +544,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
                 print(f"{s.name:<24} {s.summary}")
                 for proof in s.proves:
                     print(f"{'':<24}   proves {proof.replace(':', ' [') + ']'}")
+        elif args.sim_command == "record-scenarios":
+            from .sim import recordings
+
+            for path in recordings.record_all(args.names, say=lambda msg: print(msg, file=sys.stderr)):
+                print(path)
         elif args.sim_command == "deploy":  # the same deploy as on GB10s, against the sim's cluster file
             args.cluster = str(control.state_dir() / "cluster.yaml")
             return cmd_deploy(args)

@@ -44,7 +44,7 @@ from .cluster import Cluster, ClusterError, Link, cluster_file_path, load_cluste
 from . import gather
 from .gather import Fleet, registry
 from .remedies import Code
-from .remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode
+from .remote import CommandTimeout, NodeUnreachable, NotRecorded, RemoteError, RemoteNode
 from .report import Run, cause_key, causes, shown, skip_reason, skips, write
 from .stage import GATED, STAGES, file_hash, record_stages
 from .verdict import Degraded, Finding, NotChecked, recording, report
@@ -72,6 +72,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gb10check")
     group.addoption("--cluster", metavar="PATH", help="cluster definition (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
     group.addoption("--report-dir", metavar="DIR", help="write report.md and report.html (self-contained) there")
+    group.addoption("--record", metavar="DIR", help="write what the run gathered (the facts' batch, the probes, the programs run "
+                    "once) to DIR/recording.json.gz (mode 600: it holds the nodes' .env), to judge again with --facts-from")
+    group.addoption("--facts-from", metavar="PATH", help="judge from a recording (a file, or a folder --record wrote) without "
+                    "reaching any node; on its own cluster file unless --cluster names another. What it lacks is NOT "
+                    "CHECKED (not-recorded)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -82,6 +87,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                 f"picks {config.rootpath} as its root and misses gb10check's pytest.ini")
     suite_markers(config)
     config.addinivalue_line("markers", "gb10check_reads(*facts): the facts a check reads (gb10check.gather.reads)")
+    if config.getoption("--record") and config.getoption("--facts-from"):
+        raise pytest.UsageError("--record and --facts-from together: a run judged from a recording gathers nothing to record")
     config.stash[RECORDER_KEY] = recorder = Recorder(config)
     config.pluginmanager.register(recorder, "gb10check-recorder")
     if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None) and not getattr(config.option, "testrunuid", None):
@@ -112,6 +119,8 @@ def suite_markers(config: pytest.Config) -> None:
 
 def get_cluster(config: pytest.Config) -> Cluster:
     """The cluster, loaded once; a missing or bad file is a usage error (exit 4) in one line."""
+    if CLUSTER_KEY not in config.stash and config.getoption("--facts-from"):
+        return _replayed_cluster(config)
     if CLUSTER_KEY not in config.stash:
         given = config.getoption("--cluster") or os.environ.get("GB10CHECK_CLUSTER")
         path = cluster_file_path(given)
@@ -126,6 +135,29 @@ def get_cluster(config: pytest.Config) -> Cluster:
         if hasattr(config, "workerinput"):  # a pytest-xdist worker: share the facts with the run's other workers
             fleet.run_id = config.workerinput.get("testrunuid")
     return config.stash[CLUSTER_KEY]
+
+
+def _replayed_cluster(config: pytest.Config) -> Cluster:
+    """--facts-from: the recording's cluster (or --cluster's, the same nodes judged against other expectations), on a
+    fleet that reaches no node."""
+    from .gather import recording
+
+    source = config.getoption("--facts-from")
+    try:
+        recorded = recording.load(source)
+        given = config.getoption("--cluster")
+        cluster = load_cluster(cluster_file_path(given)) if given else None
+        fleet = recording.replay(recorded, cluster)
+    except (ValueError, ClusterError) as exc:
+        raise pytest.UsageError(f"--facts-from {source}: {exc}") from None
+    config.stash[CLUSTER_KEY] = fleet.cluster
+    config.stash[PATH_KEY] = cluster_file_path(given) if given else Path(source)
+    config.stash[FLEET_KEY] = fleet
+    return fleet.cluster
+
+
+def replaying(config: pytest.Config) -> bool:
+    return FLEET_KEY in config.stash and config.stash[FLEET_KEY].replay is not None
 
 
 def remote_node(config: pytest.Config, name: str) -> RemoteNode:
@@ -268,7 +300,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if CLUSTER_KEY in config.stash and not config.option.collectonly and any(stage_of(i.keywords) for i in session.items):
         cluster = config.stash[CLUSTER_KEY]
         config.stash[FLEET_KEY].wanted = {f for i in session.items for f in declared_facts(i)}
-        problems = runner_problems(cluster.ssh, over_ssh=any(n.connection == "ssh" for n in cluster.nodes))
+        problems = [] if replaying(config) else runner_problems(cluster.ssh, over_ssh=any(n.connection == "ssh" for n in cluster.nodes))
         if problems:
             raise pytest.UsageError("runner set-up: " + "; ".join(problems))
 
@@ -286,6 +318,8 @@ def stage_of(keywords) -> str | None:
 def _remote_finding(exc: RemoteError) -> Finding:
     node = exc.node
     name = node.name if node is not None else "node"
+    if isinstance(exc, NotRecorded):
+        return Finding(Code.NOT_RECORDED, name, str(exc), "a recording that holds it")
     if isinstance(exc, NodeUnreachable):  # its own kind's code and fix; not checked here, the reachability check's failure
         return Finding(exc.code, name, str(exc), "an SSH session", unchecked=True, **exc.params)
     code = Code.COMMAND_TIMEOUT if isinstance(exc, CommandTimeout) else Code.COMMAND_FAILED
@@ -393,6 +427,7 @@ class Recorder:
         self.degraded: list[str] = []
         self.report_files: tuple | None = None
         self.stage_notes: list[str] = []
+        self.recorded_to: Path | None = None  # --record: the file this process wrote
         self.found: dict[str, set[str]] = {}  # stage -> test ids collected, before anything was deselected
         self.modules: set[Path] = set()  # the test files that gave items
         self.narrowed: dict[str, list[str]] | None = None  # gated stage -> why this run is not a full run of it
@@ -502,6 +537,9 @@ class Recorder:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
         config = self.config
+        xdist_controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
+        if config.getoption("--record") and FLEET_KEY in config.stash and not xdist_controller:  # its workers gathered
+            self.recorded_to = record_run(config)
         if not hasattr(config, "workerinput") and getattr(config.option, "testrunuid", None):
             gather.remove_shared(config.option.testrunuid)
         if hasattr(config, "workerinput") or CLUSTER_KEY not in config.stash or not self.outcomes:
@@ -516,8 +554,13 @@ class Recorder:
                   thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s})
         if config.getoption("--report-dir"):
             self.report_files = write(run, Path(config.getoption("--report-dir")))
-        # Each gated stage is recorded on its own; a run that left any of a stage out never records it as passed.
-        self.stage_notes = record_stages(config.stash[PATH_KEY], run, full)
+        # Each gated stage is recorded on its own; a run that left any of a stage out never records it as passed. A run
+        # judged from a recording looked at no node: it records no stage.
+        if replaying(config):
+            self.stage_notes = [f"gb10check: judged from the recording {config.getoption('--facts-from')}, no node reached; "
+                                "no stage recorded"]
+        else:
+            self.stage_notes = record_stages(config.stash[PATH_KEY], run, full)
         # Not checked is never a pass: a run that could not look at everything does not exit 0.
         if session.exitstatus == pytest.ExitCode.OK and "not checked" in self.outcomes.values():
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -549,6 +592,8 @@ class Recorder:
         if timing:  # this process's own phases (under -n each worker gathers for itself)
             terminalreporter.write_line("gb10check timing: " + ", ".join(f"{k} {v:.2f} s" for k, v in timing.items())
                                         + " (wall, every node at once)")
+        if self.recorded_to:
+            terminalreporter.write_line(f"gb10check: recorded what this run gathered in {self.recorded_to}")
         if self.report_files:
             md, page, data = self.report_files
             terminalreporter.write_line(f"gb10check report: {md}, {page} and {data}")
@@ -574,6 +619,17 @@ class Recorder:
             for (what, unit), total in totals.items():
                 if what == "ib_write_bw":  # the logical links add up; other figures do not
                     terminalreporter.write_line(f"{what:<28} {'sum over all links':<64} {total:>10.2f} {unit}")
+
+
+def record_run(config: pytest.Config) -> Path:
+    """--record DIR: what this process's fleet gathered (under pytest-xdist each worker writes its own file)."""
+    from .gather import recording
+
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    path = Path(config.getoption("--record")) / f"{recording.NAME}{f'-{worker}' if worker else ''}.json.gz"
+    got = recording.of_fleet(config.stash[FLEET_KEY], config.stash[PATH_KEY].read_text(),
+                             f"pytest --record of {config.stash[PATH_KEY]}")
+    return recording.write(got, path)
 
 
 @pytest.hookimpl(trylast=True)

@@ -135,6 +135,7 @@ class Code(str, Enum):
     NO_RDMA = "no-rdma"
     PREREQUISITE = "prerequisite-failed"
     UNKNOWN_NEED = "unknown-need"
+    NOT_RECORDED = "not-recorded"
     API_DOWN = "api-down"
     API_KEY = "api-key"
     API_ON_FOLLOWER = "api-on-follower"
@@ -480,12 +481,14 @@ REMEDIES: dict[Code, str] = {
                   "(sudo modprobe mlx5_ib) or reseat the card, then run the checks again",
     Code.PREREQUISITE: "fix what {check} reports on {node} first, then run the checks again",
     Code.UNKNOWN_NEED: "make {what} readable on {node} ({how}), then run the checks again",
+    Code.NOT_RECORDED: "record a run that includes it (`pytest --record DIR` with the check selected, on the cluster), or run "
+                       "the check live against the cluster",
 }
 
 # The codes of "could not check": reported as NOT CHECKED, counted apart, refused by the gate.
 NOT_CHECKED = frozenset({Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED,
                          Code.TOOL_MISSING, Code.SUDO_REFUSED, Code.SUDO_MISSING, Code.NO_RDMA, Code.PREREQUISITE,
-                         Code.UNKNOWN_NEED})
+                         Code.UNKNOWN_NEED, Code.NOT_RECORDED})
 
 # The node cannot be reached or refuses the runner (remote.NodeUnreachable's kinds): its reachability check fails with
 # the code, its other checks are not checked for the same cause, told once.

@@ -150,6 +150,10 @@ class CommandTimeout(RemoteError):
     pass
 
 
+class NotRecorded(RemoteError):
+    """Judging from a recording (--facts-from): what the check asked for was not recorded, and no node is reached."""
+
+
 def fingerprint(key: paramiko.PKey) -> str:
     return f"{key.get_name()} SHA256:{key.fingerprint.split(':', 1)[-1]}" if hasattr(key, "fingerprint") else key.get_name()
 
@@ -335,6 +339,8 @@ class RemoteNode:
         return self._host
 
     def run(self, command: str, *args: str, timeout: float | None = None, sudo: bool = False) -> CommandResult:
+        if getattr(getattr(self, "fleet", None), "replay", None) is not None:  # judging a recording: never reach the node
+            raise NotRecorded(f"{self.name}: `{command[:200]}` is not in the recording (a command run live)").at(self, command)
         backend = self.host.backend
         if sudo:  # wrapped here, not with host.sudo(): that flips the backend's state under another thread's command
             command, args = (backend.quote("/bin/sh -c %s", backend.quote(command, *args)) if self.is_root

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..cluster import Cluster
-from ..remote import RemoteError, RemoteNode
+from ..remote import NotRecorded, RemoteError, RemoteNode
 from . import registry
 from .batch import LOOK_FIRST, Output, batch_script, read_batch
 from .probes import Probes
@@ -33,12 +33,15 @@ class Fleet:
         self.wanted: set[str] = set()  # the facts the run's selected checks declared (@reads)
         self.run_id: str | None = None  # pytest-xdist's testrunuid on a worker: its fleets share what they gather
         self.recorded: dict | None = None  # facts read from a recording (--facts-from): no node is reached for them
+        self.replay: dict | None = None  # the whole recording judged (gather.recording.replay): nothing is run live
 
     def probes(self):
         """The run's reachability probes (ping, SSH mesh, ports), measured once when first asked."""
         with self._lock:
             if self._probes is None:
                 self._probes = Probes(self.cluster, self.node, self.timing, self.run_id)
+                if self.replay is not None:
+                    self._probes.recorded = self.replay.get("probes") or {}
         return self._probes
 
     def node(self, name: str) -> RemoteNode:
@@ -97,7 +100,9 @@ class Fleet:
                 else:
                     self._facts = run_shared(self.run_id, "facts", self._gather_all, self.dump_facts, self.load_facts)
                 self.timing["gather"] = time.monotonic() - started
-        got = self._facts[name]
+        got = self._facts.get(name)
+        if got is None:
+            raise NotRecorded(f"{name} is not in the recording").at(self.node(name), "the facts' batch")
         if isinstance(got, RemoteError):
             raise got
         return got
@@ -105,6 +110,9 @@ class Fleet:
     def fact_output(self, name: str, fact: str, arg: Any = None) -> Output:
         """The output of one declared fact on one node, from the run's batch; never run live."""
         got = self.facts(name).get((fact, arg))
+        if got is None and self.replay is not None:
+            raise NotRecorded(f"fact {fact!r}{f' ({arg})' if arg is not None else ''} of {name} is not in the recording").at(
+                self.node(name), registry.FACTS[fact].what)
         if got is None:
             raise registry.FactNotDeclared(f"fact {fact!r} ({arg}) was not gathered on {name} in this run: the check that reads "
                                            "it must declare it with @reads(...)")
@@ -113,6 +121,10 @@ class Fleet:
     def once(self, name: str, command: str, timeout: float) -> Output:
         """A program run on the node once per run (too long for the batch, or run on every node at once)."""
         key = (name, command)
+        if key not in self._once and self.replay is not None:
+            recorded = self.replay.get("once", {}).get(name, {}).get(command)
+            self._once[key] = (load_output(self.node(name), command, recorded) if recorded is not None else
+                               NotRecorded(f"{name}: `{command[:200]}` is not in the recording").at(self.node(name), command))
         if key not in self._once:
             try:
                 out = self.node(name).run(command, timeout=timeout)
@@ -130,6 +142,10 @@ class Fleet:
         a machine (the simulation) they share it evenly and see the same neighbours; GB10s are machines of their own,
         and eight of them take one run's time, not eight."""
         with self._together:
+            if self.replay is not None:  # each node's recorded run, or not-recorded
+                for n in self.cluster.by_rank():
+                    with contextlib.suppress(RemoteError):
+                        self.once(n.name, command, timeout)
             if not all((n.name, command) in self._once for n in self.cluster.by_rank()):
                 key = hashlib.sha256(command.encode()).hexdigest()[:12]
                 got = run_shared(self.run_id, f"together-{key}", lambda: self._run_at_once(command, timeout),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..cluster import Cluster
 from ..poll import wait_until
-from ..remote import RemoteError, RemoteNode
+from ..remote import NotRecorded, RemoteError, RemoteNode
 from .shared import port_lock, run_shared
 
 CONNECT_TIMEOUT_S = 3
@@ -116,6 +116,7 @@ class Probes:
         self.cluster, self.node, self.timing = cluster, node, timing  # node(name) -> RemoteNode; timing["probes"]: wall s
         self.run_id = run_id  # pytest-xdist's testrunuid on a worker (gather.run_shared)
         self._results: dict[str, PathResult] | None = None
+        self.recorded: dict | None = None  # judging a recording (--facts-from): its probes; nothing is measured
         self._lock = threading.Lock()
 
     def paths(self):
@@ -128,13 +129,18 @@ class Probes:
         with self._lock:
             if self._results is None:
                 started = time.monotonic()
+                if self.recorded is not None:
+                    self._results = self._load(self.recorded)
+                    return self._results
                 # Under pytest-xdist the first worker measures and the others read its results (one set of listeners).
                 self._results = run_shared(self.run_id, "probes", self._measure, self._dump, self._load)
                 self.timing["probes"] = time.monotonic() - started
         return self._results
 
     def result(self, src: str, src_dev: str, dst: str, dst_dev: str) -> PathResult:
-        res = self.measure()[_key(src, src_dev, dst, dst_dev)]
+        res = self.measure().get(_key(src, src_dev, dst, dst_dev))
+        if res is None:  # only a recording lacks a path (a live run measures every one)
+            raise NotRecorded(f"no probe of {_key(src, src_dev, dst, dst_dev)} in the recording").at(self.node(src), "the probes")
         if res.error is not None:
             raise res.error
         return res

@@ -66,18 +66,20 @@ class DryRun:
         return self.args is None and self.rc in compose.DRY_RUN_CANNOT_RUN
 
 
-def compose_dry_run(node: RemoteNode, service: dict, program: str = "vllm") -> DryRun | None:
-    """Run the (interpolated) service's command on the node itself, never on the runner; None if it has no command."""
+def compose_dry_run(node: RemoteNode, service: dict, program: str = "vllm", once: bool = False) -> DryRun | None:
+    """Run the (interpolated) service's command on the node itself, never on the runner; None if it has no command.
+    once: as a check runs it, once per run (recorded with the run's programs); else live, as the deploy runs it."""
     command = compose.dry_run_command(service, program=program)
     if command is None:
         return None
-    out = node.run(command, timeout=compose.DRY_RUN_TIMEOUT_S + 10)
+    timeout = compose.DRY_RUN_TIMEOUT_S + 10
+    out = node.fleet.once(node.name, command, timeout) if once else node.run(command, timeout=timeout)
     return DryRun(command, out.rc, compose.parse_dry_run(out.stdout), (out.stdout + out.stderr).strip())
 
 
 def vllm_args(node: RemoteNode, service: dict, program: str = "vllm") -> list[str] | None:
     """The arguments the service's command gives `vllm` (or `ray`) on this node; NOT CHECKED if the dry run could not run."""
-    dry = compose_dry_run(node, service, program)
+    dry = compose_dry_run(node, service, program, once=True)
     if dry is not None and dry.could_not_run:
         shown = " ".join(str(a) for a in [*(service.get("entrypoint") or []), *(service.get("command") or [])])[:200]
         not_checked(Code.DRY_RUN_FAILED, node.name, f"the dry run exited {dry.rc}: {dry.output[-200:] or 'no output'}",
