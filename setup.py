@@ -4,7 +4,7 @@ copy of each in the repository; gb10check/suite.py finds them in either place)."
 
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 from setuptools.command.build_py import build_py
 
 ROOT_FILES = ("pytest.ini", "cluster.example.yaml")  # copied into the built package: gb10check/pytest.ini ...
@@ -19,7 +19,8 @@ class BuildWithSuiteFiles(build_py):
 
 
 setup(
-    packages=find_packages(include=["gb10check", "gb10check.*"])
+    # Namespace packages: the data folders (profiles/, sim/assets/) are packages too, as setuptools wants them named.
+    packages=find_namespace_packages(include=["gb10check", "gb10check.*"], exclude=["*.__pycache__"])
     + ["gb10check.tests"] + [f"gb10check.tests.{p}" for p in find_packages("tests")],
     package_dir={"gb10check.tests": "tests"},
     cmdclass={"build_py": BuildWithSuiteFiles},
