@@ -59,8 +59,8 @@ def test_recording_is_current(name):
     assert got.get("produced_by") == recordings.produced_by(name), (
         f"the recording of {name} is stale (made by {got.get('produced_by')}, today's {recordings.produced_by(name)}: the "
         f"registry, the commands, the programs, the stand-ins, the scenario or its selection changed): record it again with "
-        f"`{recordings.record_command(name)}` (root, GB10CHECK_SIM_INSTANCE=N where others share the machine; about 30 s a "
-        f"scenario; all of them: `{recordings.record_command()}`)")
+        f"`{recordings.record_command(name)}` (root, GB10CHECK_SIM_INSTANCE=N where others share the machine; about 7 s a "
+        f"scenario on a quiet machine; all of them: `{recordings.record_command()}`)")
     assert got.get("scenario") == name and got.get("selection") == recordings.selection(name)
 
 
