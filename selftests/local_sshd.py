@@ -8,6 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 
@@ -15,6 +17,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def refusing_pair(directory: Path, command_timeout_s: int) -> dict:
+    """The example pair's cluster data with its nodes at 127.0.0.2 and .3 on a port nothing listens on: each refuses."""
+    data = yaml.safe_load((Path(__file__).resolve().parent.parent / "cluster.example.yaml").read_text())
+    (directory / "known_hosts").write_text("")
+    (directory / "id_ed25519").write_text("")  # never read: nothing answers
+    data["ssh"].update({"port": free_port(), "identity_file": str(directory / "id_ed25519"),
+                        "known_hosts": str(directory / "known_hosts"), "connect_timeout_s": 2,
+                        "command_timeout_s": command_timeout_s})
+    data["nodes"][0]["address"], data["nodes"][1]["address"] = "127.0.0.2", "127.0.0.3"
+    return data
 
 
 def keygen(path: Path) -> str:

@@ -6,7 +6,6 @@ closed port on a loopback address: nothing answers, as for a node that is off) s
 import argparse
 import io
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,8 @@ from rich.console import Console
 from gb10check import cli
 from gb10check.deploy import converge
 
+from .local_sshd import refusing_pair
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -27,20 +28,9 @@ def gb10check(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def cluster_file(tmp_path: Path, head: dict | None = None, **change) -> Path:
     """The example pair, its nodes at loopback addresses where nothing listens on the SSH port."""
-    data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
-    (tmp_path / "known_hosts").write_text("")
-    (tmp_path / "id_ed25519").write_text("")  # never read: nothing answers
-    data["ssh"].update({"port": closed_port(), "identity_file": str(tmp_path / "id_ed25519"),
-                        "known_hosts": str(tmp_path / "known_hosts"), "connect_timeout_s": 2, "command_timeout_s": 5})
-    data["nodes"][0]["address"], data["nodes"][1]["address"] = "127.0.0.2", "127.0.0.3"
+    data = refusing_pair(tmp_path, command_timeout_s=5)
     data["nodes"][0].update(head or {})
     data["deploy"]["workdir"] = str(tmp_path / "nothing-here")
     for key, value in change.items():

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -22,7 +21,7 @@ import yaml
 
 from gb10check.report import Run, markdown
 
-from .local_sshd import LocalSshd
+from .local_sshd import LocalSshd, refusing_pair
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -177,20 +176,9 @@ def test_missing_known_hosts_stops_the_run_in_one_line(sshd, tmp_path):
     assert " passed" not in run.stdout and " failed" not in run.stdout
 
 
-def closed_port() -> int:
-    with socket.socket() as s:  # a port nothing listens on once this closes
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_unreachable_nodes_each_cause_once_in_the_terminal_the_report_and_junit(tmp_path):
     # Both nodes refuse (a closed port on 127.0.0.2 and .3): two causes, each told once, whatever the checks it stopped.
-    data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
-    (tmp_path / "known_hosts").write_text("")
-    (tmp_path / "id_ed25519").write_text("")  # never read: nothing answers
-    data["ssh"].update({"port": closed_port(), "identity_file": str(tmp_path / "id_ed25519"),
-                        "known_hosts": str(tmp_path / "known_hosts"), "connect_timeout_s": 2, "command_timeout_s": 2})
-    data["nodes"][0]["address"], data["nodes"][1]["address"] = "127.0.0.2", "127.0.0.3"
+    data = refusing_pair(tmp_path, command_timeout_s=2)
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(data))
     names = [n["name"] for n in data["nodes"]]
