@@ -97,6 +97,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # An explicitly named file is validated before anything runs: a bad file stops here, in one line.
     if given or os.environ.get("GB10CHECK_CLUSTER"):
         get_cluster(config)
+        if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput") and not config.option.collectonly:
+            refuse_runner_problems(config)  # an xdist controller collects nothing: say it here, before workers start
+
+
+def refuse_runner_problems(config: pytest.Config) -> None:
+    """The runner's own set-up (known_hosts, key) fails every check of every node: say it once, before any test."""
+    cluster = config.stash[CLUSTER_KEY]
+    problems = [] if replaying(config) else runner_problems(cluster.ssh, over_ssh=any(n.connection == "ssh" for n in cluster.nodes))
+    if problems:
+        raise pytest.UsageError("runner set-up: " + "; ".join(problems))
 
 
 def suite_markers(config: pytest.Config) -> None:
@@ -296,13 +306,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if USAGE_KEY in config.stash:
         raise pytest.UsageError(config.stash[USAGE_KEY])
-    # The runner's own set-up (known_hosts, key) fails every check of every node: say it once, before any test.
     if CLUSTER_KEY in config.stash and not config.option.collectonly and any(stage_of(i.keywords) for i in session.items):
-        cluster = config.stash[CLUSTER_KEY]
         config.stash[FLEET_KEY].wanted = {f for i in session.items for f in declared_facts(i)}
-        problems = [] if replaying(config) else runner_problems(cluster.ssh, over_ssh=any(n.connection == "ssh" for n in cluster.nodes))
-        if problems:
-            raise pytest.UsageError("runner set-up: " + "; ".join(problems))
+        refuse_runner_problems(config)
 
 
 def declared_facts(item: pytest.Item) -> tuple[str, ...]:

@@ -165,9 +165,11 @@ def test_each_cause_is_reported_as_not_checked_with_the_command(sshd, tmp_path):
         "command-failed", "command-timeout", "garbled-output", "tool-missing"]
 
 
-def test_missing_known_hosts_stops_the_run_in_one_line(sshd, tmp_path):
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_missing_known_hosts_stops_the_run_in_one_line(sshd, tmp_path, workers):
+    # Under xdist the controller collects nothing, so it must say it before the workers start (not crash them).
     path = cluster_file(sshd, tmp_path, known_hosts=str(tmp_path / "nope" / "known_hosts"))
-    run = run_suite("-m", "preflight", f"--cluster={path}")
+    run = run_suite("-m", "preflight", f"--cluster={path}", *workers)
     assert run.returncode == 4, run.stdout + run.stderr
     errors = [l for l in (run.stdout + run.stderr).splitlines() if l.startswith("ERROR")]
     assert errors == [f"ERROR: runner set-up: known_hosts file {tmp_path}/nope/known_hosts (ssh.known_hosts) does not exist, "
