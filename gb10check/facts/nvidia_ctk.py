@@ -56,7 +56,7 @@ class CdiSpec:
     cdi_version: str
     devices: list[str]
     driver_versions: list[str]  # every driver version the spec names (one, for a spec generated once)
-    libraries: dict[str, str] = field(default_factory=dict)  # a host library per version seen, to show one
+    libraries: dict[str, str] = field(default_factory=dict)  # version -> a library path (or the hook argument) naming it
 
 
 def sections(kind: str, text: str) -> dict[str, str | None]:
@@ -91,7 +91,7 @@ def cdi_spec(path: str, text: str) -> CdiSpec:
         for key in ("hostPath", "containerPath", "path"):
             m = DRIVER_LIBRARY.search(str(item.get(key, "")))
             if m and versions.get(m["version"], "--").startswith("--"):  # a library names it better than a hook's argument
-                versions[m["version"]] = m[0].lstrip("/")
+                versions[m["version"]] = str(item[key])
         args = [str(a) for a in item.get("args") or []] if isinstance(item.get("args"), list) else []
         for i, arg in enumerate(args):
             m = HOST_DRIVER_ARG.match(arg)
