@@ -2,8 +2,8 @@
 /etc/cdi/nvidia.yaml, /var/run/cdi/nvidia.yaml) and the runtime's configuration
 (/etc/nvidia-container-runtime/config.toml beside docker's /etc/docker/daemon.json).
 
-`nvidia-ctk --version` prints `NVIDIA Container Toolkit CLI version X.Y.Z`, then `commit: <sha>` (older releases;
-release candidates say `1.15.0-rc.4`). A CDI spec names the driver it was generated for twice over: the host libraries
+`nvidia-ctk --version` prints `NVIDIA Container Toolkit CLI version X.Y.Z` (release candidates: `1.15.0-rc.4`), then,
+in many releases, `commit: <sha>` (not read). A CDI spec names the driver it was generated for twice over: the host libraries
 it mounts carry the driver version as their suffix (libcuda.so.<ver>, libnvidia-ml.so.<ver>, libEGL_nvidia.so.<ver> ...),
 and since toolkit 1.17.5 the enable-cuda-compat hook carries `--host-driver-version=<ver>`. The runtime's `mode` (in
 config.toml's [nvidia-container-runtime] table) is "auto" when unset; "legacy" goes through nvidia-container-cli, "cdi"
@@ -22,19 +22,18 @@ import yaml
 from ._text import ParseError, parser
 
 VERSION = re.compile(r"^NVIDIA Container Toolkit CLI version (?P<version>\d+\.\d+\.\d+(?:[-~][\w.]+)?)\s*$", re.M)
-COMMIT = re.compile(r"^commit: (?P<commit>[0-9a-f]{7,40})\s*$", re.M)
 # A driver version as the driver's files carry it: 580.95.05, 580.126.09 (three digits first, unlike libcuda.so.1 or a
 # Tegra libcuda.so.1.1).
 DRIVER = r"\d{3}\.\d{1,3}(?:\.\d{1,3})?"
 DRIVER_LIBRARY = re.compile(rf"/(lib[\w.-]*?nvidia[\w.-]*|libcuda|libcudadebugger)\.so\.(?P<version>{DRIVER})$")
 HOST_DRIVER_ARG = re.compile(rf"^--host-driver-version(?:=(?P<version>{DRIVER}))?$")
+CDI_SPECS = ("/etc/cdi/nvidia.yaml", "/var/run/cdi/nvidia.yaml")  # where `nvidia-ctk cdi generate` writes them
 SECTION = re.compile(r"^-- (?P<path>/\S+?)(?P<absent>: absent)? --$", re.M)
 
 
 @dataclass
 class ToolkitVersion:
     version: str
-    commit: str | None = None
 
     def __repr__(self) -> str:
         return f"<nvidia-ctk {self.version}>"
@@ -45,8 +44,7 @@ def parse_version(text: str) -> ToolkitVersion:
     m = VERSION.search(text)
     if m is None:
         raise ParseError("nvidia_ctk_version", "'NVIDIA Container Toolkit CLI version X.Y.Z' (nvidia-ctk --version)", text)
-    commit = COMMIT.search(text)
-    return ToolkitVersion(m["version"], commit["commit"] if commit else None)
+    return ToolkitVersion(m["version"])
 
 
 @dataclass
@@ -54,16 +52,16 @@ class CdiSpec:
     path: str
     kind: str
     cdi_version: str
-    devices: list[str]
     driver_versions: list[str]  # every driver version the spec names (one, for a spec generated once)
     libraries: dict[str, str] = field(default_factory=dict)  # version -> a library path (or the hook argument) naming it
 
 
-def sections(kind: str, text: str) -> dict[str, str | None]:
-    """The `-- PATH --` sections of a gather's output: PATH -> the file's text, or None for `-- PATH: absent --`."""
+def sections(kind: str, text: str, paths: tuple[str, ...]) -> dict[str, str | None]:
+    """The gather's `-- PATH --` sections, one per path in its order and nothing before them: PATH -> the file's text, or
+    None for `-- PATH: absent --`. A section lost or out of place (a cut output) is refused."""
     found = list(SECTION.finditer(text))
-    if not found:
-        raise ParseError(kind, "'-- PATH --' sections (the gather's output)", text)
+    if [m["path"] for m in found] != list(paths) or text[:found[0].start()].strip():
+        raise ParseError(kind, f"a '-- PATH --' section for each of {', '.join(paths)}, in that order (the gather's output)", text)
     return {m["path"]: None if m["absent"] else text[m.end():found[i + 1].start() if i + 1 < len(found) else len(text)].strip("\n")
             for i, m in enumerate(found)}
 
@@ -99,14 +97,13 @@ def cdi_spec(path: str, text: str) -> CdiSpec:
                 version = m["version"] or (args[i + 1] if i + 1 < len(args) and re.fullmatch(DRIVER, args[i + 1]) else None)
                 if version:
                     versions.setdefault(version, f"--host-driver-version={version}")
-    devices = [str(d.get("name")) for d in doc.get("devices") or [] if isinstance(d, dict)]
-    return CdiSpec(path, doc["kind"], str(doc["cdiVersion"]), devices, sorted(versions), versions)
+    return CdiSpec(path, doc["kind"], str(doc["cdiVersion"]), sorted(versions), versions)
 
 
 @parser
 def parse_cdi_specs(text: str) -> list[CdiSpec]:
     """The CDI specs found (none: an empty list), each with the driver versions it names."""
-    return [cdi_spec(path, body) for path, body in sections("cdi_spec", text).items() if body is not None]
+    return [cdi_spec(path, body) for path, body in sections("cdi_spec", text, CDI_SPECS).items() if body is not None]
 
 
 @dataclass
@@ -132,10 +129,8 @@ DAEMON_JSON = "/etc/docker/daemon.json"
 
 @parser
 def parse_runtime_config(text: str) -> RuntimeConfig:
-    found = sections("nvidia_runtime_config", text)
-    toml_text, daemon_text = found.get(CONFIG_TOML, ""), found.get(DAEMON_JSON, "")
-    if CONFIG_TOML not in found or DAEMON_JSON not in found:
-        raise ParseError("nvidia_runtime_config", f"sections for {CONFIG_TOML} and {DAEMON_JSON}", text)
+    found = sections("nvidia_runtime_config", text, (CONFIG_TOML, DAEMON_JSON))
+    toml_text, daemon_text = found[CONFIG_TOML], found[DAEMON_JSON]
     mode = None
     if toml_text is not None:
         try:

@@ -71,7 +71,7 @@ def files_in_sections(*paths: str) -> str:
     return "; ".join(f"if [ -e {p} ]; then echo '-- {p} --'; cat {p}; else echo '-- {p}: absent --'; fi" for p in paths)
 
 
-CDI_SPECS = files_in_sections("/etc/cdi/nvidia.yaml", "/var/run/cdi/nvidia.yaml")
+CDI_SPECS = files_in_sections(*facts.nvidia_ctk.CDI_SPECS)
 TOOLKIT_CONFIG = files_in_sections(facts.nvidia_ctk.CONFIG_TOML, facts.nvidia_ctk.DAEMON_JSON)
 DOCKER_PS = f"docker ps --format '{facts.docker.PS_FORMAT}'"
 # Only when a container runs: `docker stats --no-stream` samples for half a second even when there is nothing to sample.
