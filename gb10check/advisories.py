@@ -4,7 +4,7 @@ Each advisory names what it is, which versions it affects (a kernel release patt
 parameter whose absence matters, a BIOS date before which it applies, a driver version range, the NVIDIA
 driver packages being open to unattended upgrades, or the NCCL the serving image's torch really loads: its version
 range, its build and the node's architecture, a development build, an environment variable the serving container
-lacks), the symptom users see, the fix, and the public report it
+lacks, the NVIDIA Container Toolkit's version and whether containers get the GPU through CDI), the symptom users see, the fix, and the public report it
 comes from. Every criterion given must hold for a node to be affected; a fact the node did not give (no DMI
 table, no driver) never makes it affected. `checks.platform.judge_advisories` reads this table; an entry whose
 `check` names another test is judged there instead (the driver packages: `test_driver_packages_held`, which
@@ -37,6 +37,10 @@ class Advisory:
     machine: str | None = None  # the node's `uname -m` (the image runs the node's architecture)
     nccl_dev: bool = False  # a development build: the library's own banner has a suffix after X.Y.Z
     env_lacks: str | None = None  # affected unless the serving container's environment holds this NAME=VALUE
+    # The NVIDIA Container Toolkit on the node (`nvidia-ctk --version`; judged by test_container_toolkit):
+    toolkit_min: str | None = None  # version range, min included
+    toolkit_max: str | None = None  # max excluded
+    toolkit_cdi: bool = False  # affected only where containers get the GPU through CDI (runtime mode cdi, or docker's CDI on)
     check: str | None = None  # the test that judges it, when not test_advisories
 
 
@@ -114,6 +118,35 @@ ADVISORIES: tuple[Advisory, ...] = (
         source="https://github.com/NVIDIA/dgx-spark-playbooks/pull/103",
         nccl_dev=True,
         check="test_image_nccl",
+    ),
+    Advisory(
+        id="toolkit-1.19.1-cdi-freeze",
+        what="NVIDIA Container Toolkit 1.19.1 with CDI on a GB10",
+        symptom="the host froze under heavy Docker vLLM load (model load, autotune, sustained inference) and needed a power "
+                "cycle, the journal ending abruptly; the same workloads ran stable after going back to 1.19.0 with CDI off",
+        fix="install toolkit 1.19.0 on every node (sudo apt-get install nvidia-container-toolkit=1.19.0-1 "
+            "nvidia-container-toolkit-base=1.19.0-1 libnvidia-container-tools=1.19.0-1 libnvidia-container1=1.19.0-1), hold "
+            "the four packages, set mode = \"legacy\" in /etc/nvidia-container-runtime/config.toml and restart docker",
+        source="https://github.com/NVIDIA/nvidia-container-toolkit/issues/1910",
+        fail=True,
+        toolkit_min="1.19.1",
+        toolkit_max="1.19.2",
+        toolkit_cdi=True,
+        check="test_container_toolkit",
+    ),
+    Advisory(
+        id="toolkit-1.19.1-cuda-init",
+        what="NVIDIA Container Toolkit 1.19.1",
+        symptom="after the upgrade from 1.19.0, containers started with --gpus fail CUDA initialization (cuInit: "
+                "CUDA_ERROR_UNKNOWN) while nvidia-smi works on the host; going back to 1.19.0 fixed it at once",
+        fix="install toolkit 1.19.0 on every node (sudo apt-get install nvidia-container-toolkit=1.19.0-1 "
+            "nvidia-container-toolkit-base=1.19.0-1 libnvidia-container-tools=1.19.0-1 libnvidia-container1=1.19.0-1) and "
+            "hold the four packages (sudo apt-mark hold ...), then restart docker",
+        source="https://github.com/NVIDIA/nvidia-container-toolkit/issues/1967",
+        fail=True,
+        toolkit_min="1.19.1",
+        toolkit_max="1.19.2",
+        check="test_container_toolkit",
     ),
 )
 

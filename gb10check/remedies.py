@@ -98,6 +98,11 @@ class Code(str, Enum):
     IMAGE_NCCL_SPLIT = "image-nccl-split"
     VERSION_DIFFERS = "version-differs"
     KNOWN_BAD_VERSION = "known-bad-version"
+    CDI_SPEC_STALE = "cdi-spec-stale"
+    CDI_SPEC_MISSING = "cdi-spec-missing"
+    TOOLKIT_DIFFERS = "toolkit-differs"
+    COMPOSE_ENTRYPOINT = "compose-entrypoint"
+    COMPOSE_IMAGE_UNPINNED = "compose-image-unpinned"
     REBOOT_REQUIRED = "reboot-required"
     DRIVER_NOT_HELD = "driver-not-held"
     KERNEL_LOG = "kernel-log"
@@ -314,6 +319,22 @@ REMEDIES: dict[Code, str] = {
                           "the same ConnectX firmware via the OS image's firmware updater, the same GRUB_CMDLINE_LINUX_DEFAULT "
                           "then sudo update-grub), then reboot {node}",
     Code.KNOWN_BAD_VERSION: "{advisory_fix} (source: {source})",
+    Code.CDI_SPEC_STALE: "generate the CDI spec again for the loaded driver on {node}: sudo nvidia-ctk cdi generate "
+                         "--output={path} (and remove any other spec left from the old driver); a spec naming another "
+                         "driver's libraries stops containers from starting (libEGL_nvidia.so.<old>: no such file)",
+    Code.CDI_SPEC_MISSING: "generate the CDI spec on {node}: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml "
+                           "(its runtime gives containers the GPU through CDI: without a spec none starts)",
+    Code.TOOLKIT_DIFFERS: "run the same NVIDIA Container Toolkit, configured the same way, on every node: install {head}'s "
+                          "release on {node} (sudo apt-get install nvidia-container-toolkit=<version>-1 "
+                          "nvidia-container-toolkit-base=<version>-1 libnvidia-container-tools=<version>-1 "
+                          "libnvidia-container1=<version>-1), copy {head}'s /etc/nvidia-container-runtime/config.toml and "
+                          "/etc/docker/daemon.json, then sudo systemctl restart docker",
+    Code.COMPOSE_ENTRYPOINT: "keep the image's own entrypoint in front of yours in the compose service on {node}: entrypoint: "
+                             "[\"{image_entrypoint}\", {override}] (it runs its CUDA forward-compatibility set-up, then "
+                             "execs the rest), or drop the entrypoint: override and pass the script as the command",
+    Code.COMPOSE_IMAGE_UNPINNED: "pin the image by digest in the compose file (image: {name}@{digest}) and in deploy.image, "
+                                 "so an unattended pull cannot swap it under the same tag; pull a new one deliberately, "
+                                 "on every node at once",
     Code.REBOOT_REQUIRED: "reboot {node} before deploying (upgrades installed since boot take effect then; a driver upgrade "
                           "otherwise shows up later as an NVML mismatch)",
     Code.DRIVER_NOT_HELD: "scripts/hold-driver --node {node} (shows, then holds them; --blacklist also keeps them out of "

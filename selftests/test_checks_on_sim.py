@@ -62,6 +62,25 @@ EXPECTED: dict[str, dict[str, str]] = {
             rf"\[container-no-gpu\] {B}: saw `docker run --rm --pull never --gpus all .*` exit 125: .*"
             r"could not select device driver \"\" with capabilities: \[\[gpu\]\].*\n  fix: install and configure the NVIDIA container toolkit",
     },
+    "cdi-spec-stale": {
+        f"{PF}/test_toolkit.py::test_cdi_spec[{B}]":
+            rf"\[cdi-spec-stale\] {B}: saw /etc/cdi/nvidia\.yaml generated for driver 580\.126\.09 "
+            r"\(/usr/lib/aarch64-linux-gnu/libEGL_nvidia\.so\.580\.126\.09\); expected the CDI spec of the loaded driver "
+            r"580\.173\.02\n  fix: generate the CDI spec again for the loaded driver on \S+: sudo nvidia-ctk cdi generate "
+            r"--output=/etc/cdi/nvidia\.yaml",
+    },
+    "toolkit-1.19.1": {
+        f"{PF}/test_toolkit.py::test_container_toolkit[{n}]":
+            rf"\[known-bad-version\] {n}: saw nvidia-ctk 1\.19\.1 \[toolkit-1\.19\.1-cuda-init: after the upgrade from "
+            r"1\.19\.0, containers started with --gpus fail CUDA initialization.*\n  fix: install toolkit 1\.19\.0 on every "
+            r"node .*\(source: https://github\.com/NVIDIA/nvidia-container-toolkit/issues/1967\)"
+        for n in (A, B)
+    },
+    "toolkit-mode-differs": {
+        f"{PF}/test_toolkit.py::test_toolkit_same_as_head[{B}]":
+            rf"\[toolkit-differs\] {B}: saw runtime mode \(config\.toml\) 'cdi'; expected 'auto' as on {A}\n"
+            r"  fix: run the same NVIDIA Container Toolkit, configured the same way, on every node",
+    },
     "stale-container": {
         f"{PF}/test_container.py::test_no_serving_container_left[{A}]":
             rf"\[stale-container\] {A}: saw container gb10-vllm \(gb10sim/vllm-cpu:local\) Up .*, using 1\.0\d*GiB.*"
@@ -374,6 +393,13 @@ VISIBLE = {
     "image-missing": (1, "docker images -q gb10sim/vllm-cpu:local | wc -l", "0"),
     "gpu-not-in-container": (1, "docker run --rm --gpus all gb10sim/vllm-cpu:local true", 'could not select device driver ""'),
     "stale-container": (0, "docker ps --format '{{.Names}} {{.State}}'", "gb10-vllm running"),
+    "cdi-spec-stale": (1, "grep -c 'hostPath: .*libcuda.so.580.126.09' /etc/cdi/nvidia.yaml", "1"),
+    "toolkit-1.19.1": (0, "nvidia-ctk --version", "NVIDIA Container Toolkit CLI version 1.19.1"),
+    "toolkit-mode-differs": (1, "grep ^mode /etc/nvidia-container-runtime/config.toml", 'mode = "cdi"'),
+    "ngc-entrypoint-overridden": (1, "docker image inspect --format '{{json .Config.Entrypoint}}' gb10sim/vllm-cpu:local",
+                                  '["/opt/nvidia/nvidia_entrypoint.sh"]'),
+    "image-tag-unpinned": (1, "docker image inspect --format '{{json .RepoDigests}}' gb10sim/vllm-cpu:local",
+                           "gb10sim/vllm-cpu@sha256:5eb5a1c0"),
     "page-cache": (0, "free -g | awk '/Mem:/ {print \"cache\", $6}'", "cache 4"),
 }
 
@@ -556,6 +582,13 @@ def test_slow_checks_are_the_slow_marked_ones():
 
 
 WARNINGS = {  # scenario -> (check that must pass, the warning it prints)
+    "ngc-entrypoint-overridden": [(f"{PF}/test_compose.py::test_compose_image[{n}]",
+                                   f"Degraded: [compose-entrypoint] {n}:vllm: saw entrypoint: /bin/bash -lc replaces the image's "
+                                   "/opt/nvidia/nvidia_entrypoint.sh (its CUDA forward-compatibility set-up is skipped: "
+                                   "cudaErrorUnsupportedPtxVersion") for n in (A, B)],
+    "image-tag-unpinned": [(f"{PF}/test_compose.py::test_compose_image[{n}]",
+                            f"Degraded: [compose-image-unpinned] {n}:vllm: saw image: gb10sim/vllm-cpu:local, a tag (now "
+                            f"sha256:{'5eb5a1c0' * 8}, id sha256:") for n in (A, B)],
     "roce-mtu-stuck": [(f"{NW}/test_netpath.py::test_roce_mtu[{B}:{L0}]",
                         f"Degraded: [roce-mtu] {B}:rocep1s0f0: saw RoCE active_mtu 1024 with enp1s0f0np0 MTU 9000; "
                         "expected active_mtu 4096")],

@@ -9,10 +9,14 @@ import pytest
 import yaml
 
 from gb10check import compose
-from gb10check.checks.compose import judge, judge_env_file
+from gb10check.checks.compose import image_digest, judge, judge_entrypoint, judge_env_file, judge_image_pinned
 from gb10check.cluster import load_cluster
+from gb10check.facts import parse
 from gb10check.facts.ip import Interface, Address
 from gb10check.facts.rdma import Gid, IbPort
+from gb10check.remedies import Code
+
+from .conftest import read_capture
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO.parent / "shared" / "seed" / "000_a8e6f903eaefa255.txt"
@@ -102,3 +106,75 @@ def test_settings_of_the_design():
 def test_interpolation():
     env = {"A": "1", "B": ""}
     assert compose.interpolate("${A} ${B:-x} $A $$A ${C-d}", env) == "1 x 1 $A d"
+
+
+# ---- the service's image: its own entrypoint kept, pinned by digest --------------------------------------------------
+
+def rendered_service() -> dict:
+    return compose.vllm_service(yaml.safe_load(compose.render(CLUSTER)))[1]
+
+
+def ngc_entrypoint() -> list[str]:
+    """The entrypoint an NGC image gives its containers, from a real GB10 container's `docker inspect` (an NGC SGLang
+    image run with its own entrypoint)."""
+    import json
+
+    doc = json.loads(read_capture("docker/docker-inspect-ngc-sglang-26.05-container-exited-code0-before-healthy-no-Health-key-"
+                                  "gb10-jethac.json"))
+    return (doc[0] if isinstance(doc, list) else doc)["Config"]["Entrypoint"]
+
+
+def test_our_rendered_service_on_an_ngc_image_warns_with_the_chained_entrypoint_as_fix():
+    entry = ngc_entrypoint()
+    assert entry == ["/opt/nvidia/nvidia_entrypoint.sh"]
+    [f] = judge_entrypoint("n1", "vllm", rendered_service(), entry)
+    assert f.code == Code.COMPOSE_ENTRYPOINT and f.warning
+    assert f.text.startswith("[compose-entrypoint] n1:vllm: saw entrypoint: /bin/bash -lc replaces the image's "
+                             "/opt/nvidia/nvidia_entrypoint.sh (its CUDA forward-compatibility set-up is skipped: "
+                             "cudaErrorUnsupportedPtxVersion")
+    assert 'entrypoint: ["/opt/nvidia/nvidia_entrypoint.sh", "/bin/bash", "-lc"]' in f.text
+
+
+@pytest.mark.parametrize("entrypoint", [None, ["/opt/nvidia/nvidia_entrypoint.sh", "/bin/bash", "-lc"],
+                                        "/opt/nvidia/nvidia_entrypoint.sh bash -lc"])
+def test_an_ngc_image_keeping_its_entrypoint_passes(entrypoint):
+    svc = {k: v for k, v in rendered_service().items() if k != "entrypoint"}
+    if entrypoint is not None:
+        svc["entrypoint"] = entrypoint
+    assert judge_entrypoint("n1", "vllm", svc, ngc_entrypoint()) == []
+
+
+@pytest.mark.parametrize("entrypoint", ["bash -lc", [], ""])
+def test_an_ngc_entrypoint_replaced_or_emptied_warns(entrypoint):
+    [f] = judge_entrypoint("n1", "vllm", {**rendered_service(), "entrypoint": entrypoint}, ngc_entrypoint())
+    assert f.seen.startswith("entrypoint: " + ("bash -lc" if entrypoint else "an empty entrypoint") + " replaces the image's")
+
+
+def test_another_image_may_have_its_entrypoint_replaced():
+    image = parse("docker_image_inspect", read_capture("ours/docker/sim-docker-image-inspect-rank0.json"))
+    assert image.entrypoint == [] and judge_entrypoint("n1", "vllm", rendered_service(), image.entrypoint) == []
+    assert judge_entrypoint("n1", "vllm", rendered_service(), ["/usr/local/bin/docker-entrypoint.sh"]) == []
+
+
+def test_a_pulled_image_under_a_tag_warns_with_its_digest():
+    image = parse("docker_image_inspect", read_capture("docker/docker-image-inspect-rootfs-jethac.json"))  # a real pull
+    tag, digest = image.tags[0], image.digests[0].split("@", 1)[1]
+    assert image_digest(image) == (digest, image.id)
+    [f] = judge_image_pinned("n1", "vllm", {"image": tag}, image)
+    assert f.code == Code.COMPOSE_IMAGE_UNPINNED and f.warning
+    assert f.text.startswith(f"[compose-image-unpinned] n1:vllm: saw image: {tag}, a tag (now {digest}, id {image.id[:19]}): "
+                             "an unattended pull can replace it under the same tag; expected the image pinned by digest")
+    assert f"fix: pin the image by digest in the compose file (image: {tag.rsplit(':', 1)[0]}@{digest})" in f.text
+    assert judge_image_pinned("n1", "vllm", {"image": image.digests[0]}, image) == []  # pinned: name@sha256:...
+
+
+def test_an_image_built_or_loaded_here_has_no_registry_to_be_replaced_from():
+    image = parse("docker_image_inspect", read_capture("ours/docker/sim-docker-image-inspect-rank0.json"))
+    assert image_digest(image) == (None, image.id)
+    assert judge_image_pinned("n1", "vllm", {"image": "gb10sim/vllm-cpu:local"}, image) == []
+
+
+def test_the_sim_image_pulled_under_its_tag_warns():
+    image = parse("docker_image_inspect", read_capture("ours/docker/sim-docker-image-inspect-pulled-rank1.json"))
+    [f] = judge_image_pinned("n2", "vllm", {"image": "gb10sim/vllm-cpu:local"}, image)
+    assert f.seen.startswith(f"image: gb10sim/vllm-cpu:local, a tag (now sha256:{'5eb5a1c0' * 8}, id sha256:")

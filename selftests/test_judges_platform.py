@@ -439,5 +439,5 @@ def test_every_advisory_has_a_source_and_a_judge_test():
         assert a.what and a.symptom and a.fix, a.id
         assert f'by_id("{a.id}")' in text, f"{a.id}: no judge test names it (by_id(\"{a.id}\"))"
         criteria = [a.kernel, a.cmdline_lacks, a.bios_before, a.driver_min, a.driver_max, a.driver_unheld or None,
-                    a.nccl_min, a.nccl_max, a.nccl_build, a.nccl_dev or None, a.env_lacks]
+                    a.nccl_min, a.nccl_max, a.nccl_build, a.nccl_dev or None, a.env_lacks, a.toolkit_min, a.toolkit_max]
         assert any(c is not None for c in criteria), f"{a.id}: affects no version"

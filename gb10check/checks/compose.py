@@ -3,6 +3,7 @@
 import hashlib
 import ipaddress
 import re
+import shlex
 
 from .. import compose
 from ..cluster import Cluster, Node, gib
@@ -267,3 +268,55 @@ def judge_caches(node: str, service: str, mine: dict[str, tuple[str, str | None]
             found.append(Finding(Code.COMPOSE_CACHE_NOT_MOUNTED, f"{node}:{service}", f"the {tool} cache {path} from {source}",
                                  f"from {heads[tool][1]} as on {head}", warning=True, tool=tool, path=path))
     return found
+
+
+# An NGC image's own entrypoint: it sets up CUDA forward compatibility (the compat libraries for a driver older than the
+# image's CUDA) and then runs the command. A service that replaces it skips that set-up (cudaErrorUnsupportedPtxVersion).
+NGC_ENTRYPOINT = "/opt/nvidia/nvidia_entrypoint.sh"
+
+
+def entrypoint_words(value) -> list[str] | None:
+    """The compose service's `entrypoint:` as words; None when the service does not set one."""
+    if value is None:
+        return None
+    return shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
+
+
+def judge_entrypoint(node: str, service: str, svc: dict, image_entrypoint: list[str]) -> list[Finding]:
+    """An `entrypoint:` that does not start with the image's own, on an image whose entrypoint is NGC's: a warning."""
+    override = entrypoint_words(svc.get("entrypoint"))
+    if override is None or not image_entrypoint or image_entrypoint[0] != NGC_ENTRYPOINT:
+        return []
+    if override[:len(image_entrypoint)] == image_entrypoint:
+        return []
+    shown = " ".join(override) or "an empty entrypoint"
+    return [Finding(Code.COMPOSE_ENTRYPOINT, f"{node}:{service}", f"entrypoint: {shown} replaces the image's "
+                    f"{' '.join(image_entrypoint)} (its CUDA forward-compatibility set-up is skipped: "
+                    "cudaErrorUnsupportedPtxVersion where the image's CUDA is newer than the driver)",
+                    f"the image's entrypoint {image_entrypoint[0]} first", warning=True, image_entrypoint=image_entrypoint[0],
+                    override=", ".join(f'"{w}"' for w in override))]
+
+
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def image_digest(image) -> tuple[str | None, str]:
+    """(the registry digest the image was pulled by, or None for an image built or loaded here; its image id)."""
+    digest = next((d.split("@", 1)[1] for d in image.digests if "@sha256:" in d), None)
+    return digest, image.id
+
+
+def judge_image_pinned(node: str, service: str, svc: dict, image) -> list[Finding]:
+    """The service's image pinned by digest (name@sha256:...), or else one that no pull can replace: an image pulled from a
+    registry (it has a registry digest) under a tag warns, naming the digest it has now. A run history that could tell the
+    digest unchanged since the last passing run would let a tag pass; the suite keeps none yet."""
+    ref = str(svc.get("image") or "")
+    if DIGEST.search(ref):
+        return []
+    digest, _ = image_digest(image)
+    if digest is None:
+        return []  # built or loaded on the node: no registry to pull another one under its tag
+    name = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
+    return [Finding(Code.COMPOSE_IMAGE_UNPINNED, f"{node}:{service}", f"image: {ref}, a tag (now {digest}, id {image.id[:19]}): "
+                    "an unattended pull can replace it under the same tag", "the image pinned by digest (name@sha256:...)",
+                    warning=True, name=name, digest=digest)]

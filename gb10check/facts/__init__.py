@@ -7,7 +7,7 @@ reachable from the command line and must have captures that exercise it.
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
-from . import apt, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nmcli, nvidia, perftest, rdma, ray, ufw, vllm_api, vllm_log
+from . import apt, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nmcli, nvidia, nvidia_ctk, perftest, rdma, ray, ufw, vllm_api, vllm_log
 from ._text import ParseError
 
 
@@ -31,6 +31,11 @@ KINDS: dict[str, Kind] = {
     "nvidia_smi_query": Kind(nvidia.parse_query, "nvidia-smi --query-gpu=... --format=csv[,noheader]"),
     "nvml_mismatch": Kind(nvidia.parse_nvml_mismatch, "nvidia-smi failing with 'Driver/library version mismatch'"),
     "proc_driver_nvidia_version": Kind(nvidia.parse_proc_version, "/proc/driver/nvidia/version"),
+    "nvidia_ctk_version": Kind(nvidia_ctk.parse_version, "nvidia-ctk --version"),
+    "cdi_spec": Kind(nvidia_ctk.parse_cdi_specs, "the CDI specs, each after a `-- PATH --` line (/etc/cdi/nvidia.yaml, "
+                                                 "/var/run/cdi/nvidia.yaml; gather.CDI_SPECS)"),
+    "nvidia_runtime_config": Kind(nvidia_ctk.parse_runtime_config, "/etc/nvidia-container-runtime/config.toml and "
+                                                                   "/etc/docker/daemon.json, each after a `-- PATH --` line"),
     "ip_addr": Kind(ip.parse_text, "ip addr [show IFACE]"),
     "ip_j_addr": Kind(ip.parse_json, "ip -j addr"),
     "ethtool": Kind(ethtool.parse, "ethtool IFACE"),

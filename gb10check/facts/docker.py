@@ -219,6 +219,7 @@ class Image:
     digests: list[str] = field(default_factory=list)  # RepoDigests
     created: str | None = None
     variant: str | None = None  # arm64: v8
+    entrypoint: list[str] = field(default_factory=list)  # Config.Entrypoint: what the image runs before any command
 
 
 @parser
@@ -230,7 +231,8 @@ def parse_image(text: str) -> Image:
     size = _int(d.get("Size"))
     return Image(str(d.get("Id", "")), _strs(d.get("RepoTags")), _str(d.get("Architecture")), _str(d.get("Os")),
                  _strs(rootfs.get("Layers")), round(size / 2**30, 3) if size is not None else None,
-                 _strs(d.get("RepoDigests")), _str(d.get("Created")), _str(d.get("Variant")))
+                 _strs(d.get("RepoDigests")), _str(d.get("Created")), _str(d.get("Variant")),
+                 _strs(_dict(d.get("Config")).get("Entrypoint")))
 
 
 @dataclass

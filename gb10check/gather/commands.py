@@ -62,6 +62,17 @@ NM_PROFILES = ("if ! command -v nmcli >/dev/null 2>&1; then echo '-- nmcli: abse
 IBV_DEVINFO = "ibv_devinfo"
 # Every Mellanox PCI function with its capability blocks (LnkCap / LnkSta need root); -D: the domain always shown.
 LSPCI = "lspci -D -nn -vv -d 15b3:"
+# The NVIDIA Container Toolkit: its CLI's version, the CDI specs it generated and the runtime's configuration, each file
+# after a `-- PATH --` line (`-- PATH: absent --` for one not there: its absence is a fact).
+TOOLKIT_VERSION = "nvidia-ctk --version"
+
+
+def files_in_sections(*paths: str) -> str:
+    return "; ".join(f"if [ -e {p} ]; then echo '-- {p} --'; cat {p}; else echo '-- {p}: absent --'; fi" for p in paths)
+
+
+CDI_SPECS = files_in_sections(*facts.nvidia_ctk.CDI_SPECS)
+TOOLKIT_CONFIG = files_in_sections(facts.nvidia_ctk.CONFIG_TOML, facts.nvidia_ctk.DAEMON_JSON)
 DOCKER_PS = f"docker ps --format '{facts.docker.PS_FORMAT}'"
 # Only when a container runs: `docker stats --no-stream` samples for half a second even when there is nothing to sample.
 DOCKER_STATS = f"ids=$(docker ps -q); [ -z \"$ids\" ] || docker stats --no-stream --format '{facts.docker.STATS_FORMAT}' $ids"

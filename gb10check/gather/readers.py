@@ -138,6 +138,15 @@ def installed_driver(smi_query: str) -> str:
     return found
 
 
+def loaded_driver(proc_version: str) -> str:
+    """The loaded kernel module's version (/proc/driver/nvidia/version); the driver's own check says why there is none."""
+    try:
+        return facts.nvidia.parse_proc_version(proc_version).version
+    except facts.ParseError:
+        raise Unreadable("no NVIDIA kernel module version in /proc/driver/nvidia/version", Code.PREREQUISITE,
+                         check="test_driver_parity") from None
+
+
 @dataclass(frozen=True)
 class Image:
     """The deployment image on a node: its facts, or None with docker's words when it is not there."""

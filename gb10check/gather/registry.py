@@ -118,6 +118,13 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("gpu_probe", "nvidia-smi -L in a container of the image",
        lambda cl, n, a: container.gpu_probe(cl.deploy.image, cl.deploy.extra_volumes), r.runtime, ok_exits=ANY_EXIT,
        needs=("gpu_list", "image_present")),
+    # The NVIDIA Container Toolkit (test_container_toolkit, test_cdi_spec, test_toolkit_same_as_head).
+    _f("toolkit_version", "nvidia-ctk --version", const(c.TOOLKIT_VERSION), r.parser("nvidia_ctk_version"), tool="nvidia-ctk",
+       package="nvidia-container-toolkit (NVIDIA's apt repository; DGX OS ships it)", parse_kind="nvidia_ctk_version"),
+    _f("cdi_specs", "the NVIDIA CDI specs", const(c.CDI_SPECS), r.parser("cdi_spec"), parse_kind="cdi_spec"),
+    _f("toolkit_config", "the NVIDIA container runtime's config.toml and docker's daemon.json", const(c.TOOLKIT_CONFIG),
+       r.parser("nvidia_runtime_config"), parse_kind="nvidia_runtime_config"),
+    _f("loaded_driver", "the loaded NVIDIA kernel module's version", None, r.loaded_driver, needs=("driver_module",)),
     # Nothing running prints nothing: an empty list is an answer.
     _f("docker_ps", "docker ps", const(c.DOCKER_PS), r.docker_ps, empty_ok=True, needs=("docker_usable",)),
     _f("docker_stats", "docker stats", const(c.DOCKER_STATS), r.docker_stats, empty_ok=True, needs=("docker_usable",)),

@@ -242,6 +242,10 @@ def configure(root: str, spec: dict) -> None:
     write(f"{root}/etc/sudoers.d/gb10sim", f"{user} ALL=(ALL) NOPASSWD:ALL\n", 0o440)
     write(f"{root}/etc/netplan/40-cx7.yaml", spec["netplan"], 0o600)
     write(f"{root}/etc/gb10sim/state.json", json.dumps(spec["state"], indent=1), 0o644)
+    # The NVIDIA Container Toolkit as installed and configured: the CDI spec generated for the driver of the day, and the
+    # runtime's configuration (mode "auto", its default).
+    write(f"{root}{standins_ctk.SPEC}", standins_ctk.spec_text(spec["state"]), 0o644)
+    write(f"{root}/etc/nvidia-container-runtime/config.toml", TOOLKIT_CONFIG, 0o644)
     for f in spec.get("files", []):
         standins.make_file(root, f, owner)
     # The stand-ins' package, whole (under /usr: containers that bind the node's /usr see it too); each tool a link to
@@ -276,8 +280,14 @@ def firewall(spec: dict) -> None:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import standins  # noqa: E402 - stdlib only; the same package the node gets in /usr/local/lib/gb10sim
 from standins import tools as standins_tools  # noqa: E402
+from standins import nvidia_ctk as standins_ctk  # noqa: E402
 
 STANDINS = "/usr/local/lib/gb10sim/standins"
+# /etc/nvidia-container-runtime/config.toml as the toolkit's package installs it (the settings the checks read).
+TOOLKIT_CONFIG = ('[nvidia-container-cli]\nenvironment = []\nldconfig = "@/sbin/ldconfig.real"\nload-kmods = true\n\n'
+                  '[nvidia-container-runtime]\nlog-level = "info"\nmode = "auto"\nruntimes = ["docker-runc", "runc", "crun"]\n\n'
+                  '[nvidia-container-runtime.modes.cdi]\nannotation-prefixes = ["cdi.k8s.io/"]\n'
+                  'default-kind = "nvidia.com/gpu"\nspec-dirs = ["/etc/cdi", "/var/run/cdi"]\n')
 
 
 MNT_DETACH = 2

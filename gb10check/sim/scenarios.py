@@ -7,12 +7,13 @@ by rank, so the same scenario works on 2 or 8 nodes. `gb10check sim scenarios` l
 """
 
 import json
+import shlex
 from dataclasses import dataclass, field
 
 import yaml
 
 from . import control, image, model_files, serve
-from . import provision
+from . import provision, topology
 from .provision import MODEL_REPO
 
 
@@ -58,6 +59,28 @@ MODEL_DIR = f"{HF}/hub/models--" + MODEL_REPO.replace("/", "--")
 # pair's CPU matmuls came out up to 5x apart beside other work on this box's two shared cores (2 runs of 8 over the
 # 50% spread); held to 0.4 CPU each, 8 of 8 read the same 0.02 TFLOP/s: each GB10 is a machine of its own.
 NODE_CPU_QUOTA_US = 40000  # of the default 100 ms period
+
+# The image as an NGC one: its own entrypoint (/opt/nvidia/nvidia_entrypoint.sh, which runs the command) in a layer made
+# the same on every node (every time 0), so the nodes' images keep the same layers.
+NGC_ENTRYPOINT_TAR = ("import io, sys, tarfile\n"
+                      "body = b'#!/bin/sh\\n# gb10sim: stands for an NGC image entrypoint (CUDA forward-compatibility set-up)\\n"
+                      "exec \"$@\"\\n'\n"
+                      "with tarfile.open(fileobj=sys.stdout.buffer, mode='w|') as tar:\n"
+                      "    for name in ('opt', 'opt/nvidia'):\n"
+                      "        info = tarfile.TarInfo(name); info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0\n"
+                      "        tar.addfile(info)\n"
+                      "    info = tarfile.TarInfo('opt/nvidia/nvidia_entrypoint.sh'); info.size, info.mode, info.mtime = len(body), 0o755, 0\n"
+                      "    tar.addfile(info, io.BytesIO(body))\n")
+NGC_IMAGE = (f"docker create --name gb10sim-ngc {IMAGE} /bin/true >/dev/null && python3 -c {shlex.quote(NGC_ENTRYPOINT_TAR)} "
+             "| docker cp - gb10sim-ngc:/ && docker commit --change 'ENTRYPOINT [\"/opt/nvidia/nvidia_entrypoint.sh\"]' "
+             f"gb10sim-ngc {IMAGE} >/dev/null && docker rm gb10sim-ngc >/dev/null")
+# The image as pulled from a registry: docker's reference store gains a digest for it (what a pull records), dockerd
+# restarted to read it.
+PULLED_DIGEST = "sha256:" + "5eb5a1c0" * 8
+PULLED_IMAGE = ("pkill -x dockerd; while pgrep -x dockerd >/dev/null; do sleep 0.1; done; python3 -c "
+                "'import json; p = \"/var/lib/docker/image/overlay2/repositories.json\"; d = json.load(open(p)); "
+                f"r = d[\"Repositories\"][\"{IMAGE.split(':')[0]}\"]; r[\"{IMAGE.split(':')[0]}@{PULLED_DIGEST}\"] = r[\"{IMAGE}\"]; "
+                "json.dump(d, open(p, \"w\"))' && /usr/local/sbin/gb10sim-dockerd")
 
 
 def cpu_quota(quota_us: int) -> str:
@@ -106,6 +129,27 @@ SCENARIOS = {s.name: s for s in [
     Scenario("gpu-not-in-container", "rank 1: no NVIDIA container toolkit hook: docker cannot give containers the GPU",
              (Step(1, shell="rm /usr/local/bin/nvidia-container-runtime-hook && /usr/local/sbin/gb10sim-dockerd"),),
              proves=("test_gpu_in_container:container-no-gpu",)),
+    # The NVIDIA Container Toolkit (the nvidia-ctk stand-in, the CDI spec the sim wrote at boot, the runtime's config.toml).
+    Scenario("cdi-spec-stale", f"rank 1: the CDI spec was generated under driver 580.126.09; the driver is {topology.USER_DRIVER} "
+             "now (an upgrade that left /etc/cdi/nvidia.yaml behind)",
+             (Step(1, state={"user_driver": "580.126.09"}, shell="nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml 2>/dev/null"),
+              Step(1, state={"user_driver": topology.USER_DRIVER})),
+             proves=("test_cdi_spec:cdi-spec-stale",)),
+    Scenario("toolkit-1.19.1", "every node: NVIDIA Container Toolkit 1.19.1 (CUDA fails to start in --gpus containers after "
+             "the upgrade from 1.19.0)",
+             (Step(-1, state={"toolkit_version": "1.19.1"}),),
+             proves=("test_container_toolkit:known-bad-version",)),
+    Scenario("toolkit-mode-differs", "rank 1: the container runtime in CDI mode (config.toml mode = \"cdi\"), rank 0 in auto",
+             (Step(1, shell="sed -i 's/^mode = \"auto\"/mode = \"cdi\"/' /etc/nvidia-container-runtime/config.toml"),),
+             proves=("test_toolkit_same_as_head:toolkit-differs",)),
+    Scenario("ngc-entrypoint-overridden", "every node: the image is an NGC one (its entrypoint /opt/nvidia/nvidia_entrypoint.sh) "
+             "and the compose service replaces it with /bin/bash -lc (a warning)",
+             (Step(-1, shell=NGC_IMAGE),),
+             proves=("test_compose_image:compose-entrypoint",)),
+    Scenario("image-tag-unpinned", f"every node: the image was pulled (it has a registry digest, {PULLED_DIGEST[:15]}...) and "
+             "the compose file names it by tag (a warning)",
+             (Step(-1, shell=PULLED_IMAGE),),
+             proves=("test_compose_image:compose-image-unpinned",)),
     Scenario("stale-container", "rank 0: the last deployment's serving container still runs and holds 1 GiB",
              (Step(0, shell=f"docker run -d --name gb10-vllm -v /usr:/usr:ro {IMAGE} /usr/bin/python3 -c "
                             "'import time; b = bytearray(1 << 30); time.sleep(1e6)' && sleep 1"),),

@@ -1,6 +1,7 @@
 """Compose and .env lint on the files each node will start from: identical compose, the seed's design (or, with
 deploy.executor ray, NVIDIA's two-node playbook's), the right rank, HF_HUB_OFFLINE once the model is complete everywhere,
-and the compile caches on the host."""
+the compile caches on the host, and the service's image: its own entrypoint kept (an NGC image's CUDA
+forward-compatibility set-up) and pinned by digest."""
 
 import pytest
 
@@ -50,3 +51,12 @@ def test_compose_caches(node, head, cluster):
     name, svc = read(node, "vllm_service")
     heads = None if node.name == head.name else compose.cache_mounts(read(head, "vllm_service")[1])
     report(compose.judge_caches(node.name, name, compose.cache_mounts(svc), head.name, heads))
+
+
+@reads("vllm_service", "image_present")
+def test_compose_image(node, measurements):
+    name, svc = read(node, "vllm_service")
+    image = read(node, "image_present").info
+    digest, image_id = compose.image_digest(image)
+    measurements("image digest", node.name, digest or image_id, "")  # kept in findings.json: what a later run compares
+    report(compose.judge_entrypoint(node.name, name, svc, image.entrypoint) + compose.judge_image_pinned(node.name, name, svc, image))

@@ -1,7 +1,7 @@
 """Stand-ins for the GB10 hardware tools, run inside simulated nodes (stdlib only: the node's /usr/bin/python3).
 
 One module per tool: nvidia_smi, ibdev2netdev, show_gids, ibv_devinfo, ethtool, ib_write_bw, nccl (mpirun and
-all_gather_perf), oci_hook (nvidia-container-runtime-hook); state_sync keeps /sys/class/infiniband, /proc/meminfo and
+all_gather_perf), oci_hook (nvidia-container-runtime-hook), nvidia_ctk (nvidia-ctk: its version and the CDI spec); state_sync keeps /sys/class/infiniband, /proc/meminfo and
 /proc/driver/nvidia/version in step with the node; files makes the files a scenario puts into a node; common holds the
 node's state and the GID table. Each tool prints the real tool's format, generated from the node's state
 (/etc/gb10sim/state.json) and from the real interfaces: a veth that is down is a port that is down, a ufw drop on the

@@ -5,6 +5,7 @@ import importlib
 # name -> (module, function): imported only for the tool asked for (a node's gather runs a few dozen stand-ins, each a
 # fresh interpreter: importing all ten modules every time was a third of each one's start-up).
 COMMANDS = {"nvidia-smi": ("nvidia_smi", "nvidia_smi"), "nvidia-container-runtime-hook": ("oci_hook", "nvidia_container_runtime_hook"),
+            "nvidia-ctk": ("nvidia_ctk", "nvidia_ctk"),
             "ibdev2netdev": ("ibdev2netdev", "ibdev2netdev"), "show_gids": ("show_gids", "show_gids"),
             "ibv_devinfo": ("ibv_devinfo", "ibv_devinfo"), "ethtool": ("ethtool", "ethtool"), "ib_write_bw": ("ib_write_bw", "ib_write_bw"),
             "mpirun": ("nccl", "mpirun"), "all_gather_perf": ("nccl", "all_gather_perf"), "lspci": ("lspci", "lspci"),
