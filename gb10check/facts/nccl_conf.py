@@ -90,8 +90,8 @@ def parse_probe(text: str) -> NcclConfProbe:
                             raise _refuse(f"library lines 'SOURCE NAME PATH' (line {i + 1}: {l!r})", text)
                         probe.libraries.append((parts[0], parts[1], parts[2]))
             open_at = None
-        elif open_at is not None:
-            continue  # a mark-like line inside a file's text is its text
+        elif open_at is not None:  # a section's end went missing (or a file holds our marks): not read as its text
+            raise _refuse(f"an end mark for the {what} section opened on line {open_at + 1} before line {i + 1}", text)
         elif kind in ("file", "env", "libraries"):
             open_at, what, arg = i, kind, m["arg"]
         elif kind == "absent":
