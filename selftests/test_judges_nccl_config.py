@@ -85,6 +85,9 @@ def test_probe_cut_or_foreign_output_is_a_parse_error(tmp_path):
         facts.parse("nccl_conf_probe", text.replace("-- gb10check: end --", "", 1))
     with pytest.raises(ParseError, match="nccl_conf_probe: expected"):
         facts.parse("nccl_conf_probe", "docker: Error response from daemon: No such image: vllm:local\n")
+    with pytest.raises(ParseError, match="together"):
+        start, end = text.index("-- gb10check: libraries --"), text.index("-- gb10check: done --")
+        facts.parse("nccl_conf_probe", text[:start] + text[end:])
     with pytest.raises(ParseError, match="could not be read"):
         facts.parse("nccl_conf_probe", "-- gb10check: home /root --\n-- gb10check: unreadable /etc/nccl.conf --\n"
                                        "-- gb10check: done --\n")

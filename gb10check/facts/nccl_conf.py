@@ -100,6 +100,8 @@ def parse_probe(text: str) -> NcclConfProbe:
             raise _refuse(f"{m['arg']} readable (it exists but could not be read)", text)
     if open_at is not None:
         raise _refuse(f"an end mark for the {what} section opened on line {open_at + 1}", text)
+    if (probe.env is None) != (probe.libraries is None):  # the image's probe prints both, the host's neither
+        raise _refuse("the env and libraries sections together (one is missing: a cut output)", text)
     return probe
 
 
