@@ -86,6 +86,9 @@ class Code(str, Enum):
     NCCL_SOCKET = "nccl-socket-fallback"
     NCCL_BANDWIDTH = "nccl-bandwidth"
     NCCL_WRONG_VALUES = "nccl-wrong-values"
+    NCCL_CONF_CONFLICT = "nccl-conf-conflict"
+    NCCL_CONF_SILENT = "nccl-conf-silent"
+    NCCL_NET_PLUGIN = "nccl-net-plugin"
     GPU_COMPUTE_LOW = "gpu-compute-low"
     GPU_CLOCK_LOW = "gpu-clock-low"
     GPU_COMPUTE_SPREAD = "gpu-compute-spread"
@@ -313,6 +316,17 @@ REMEDIES: dict[Code, str] = {
     Code.NCCL_WRONG_VALUES: "data arrived corrupted: read the RDMA error counters (test_rdma_error_counters) and the kernel log "
                             "for Xid errors (test_kernel_log) on every node, reseat or replace the QSFP cable, and rerun "
                             "nccl-tests; do not serve over a path that corrupts data",
+    Code.NCCL_CONF_CONFLICT: "give {key} one value: delete it from {file} ({place} on {node}: rebuild the image without it, or "
+                             "edit the host's file), or, if the file's {value} is right, set {key}={value} in the compose "
+                             "environment (deploy.extra_environment) on every node; the rank takes the compose environment's "
+                             "{compose}, nccl-tests and anything else started without it take the file's",
+    Code.NCCL_CONF_SILENT: "move {key} into the compose environment (deploy.extra_environment: {key}={value}) where every "
+                           "node's setting is seen and compared, and delete it from {file} ({place} on {node}); NCCL reads "
+                           "its environment first, then $NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf",
+    Code.NCCL_NET_PLUGIN: "set NCCL_NET_PLUGIN=none in the compose environment (deploy.extra_environment) so NCCL uses its own "
+                          "IB transport over the QSFP RoCE links, or take {plugin} out of {image}'s library path; an external "
+                          "plugin (NGC images ship HPC-X's nccl-rdma-sharp-plugins: `Using network IBext` in an NCCL_DEBUG=INFO "
+                          "log) replaces NCCL's own IB code, with its own reading of the NCCL_IB_* variables",
     Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "
                          "Dell GB10 pair: 22.96 GB/s all_gather bus bandwidth",
     Code.VERSION_DIFFERS: "make the {what} of {node} what {head} runs (the same BIOS via fwupdmgr or the vendor's package, "

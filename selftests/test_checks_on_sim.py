@@ -229,6 +229,20 @@ EXPECTED: dict[str, dict[str, str]] = {
         NCCL: r"\[nccl-wrong-values\] .*: saw wrong values in 1 row\(s\) of the result table \(#wrong > 0 at 1073741824 bytes\); "
               r"expected 0 wrong values at every size\n  fix: data arrived corrupted: read the RDMA error counters",
     },
+    # NCCL's configuration (checks/nccl_config.py): a file disagreeing with the compose environment fails; a silent key and
+    # an external net plugin warn (ALSO_WARNS), beside the locally changed image they come in
+    "nccl-conf-host-conflict": {
+        f"{PF}/test_nccl_config.py::test_nccl_config[{B}]":
+            rf"\[nccl-conf-conflict\] {B}:host /etc/nccl\.conf: saw NCCL_SOCKET_IFNAME=eth0 in /etc/nccl\.conf \(host\), the "
+            rf"compose environment sets NCCL_SOCKET_IFNAME={L0}; expected one value of NCCL_SOCKET_IFNAME: the compose "
+            rf"environment's .*\n  fix: give NCCL_SOCKET_IFNAME one value: delete it from /etc/nccl\.conf \(host on {B}",
+    },
+    "nccl-conf-image-silent": {
+        f"{PF}/test_container.py::test_image_same_as_head[{B}]": rf"\[image-layers-differ\] {B}: saw gb10sim/vllm-cpu:local: 2 RootFS",
+    },
+    "nccl-net-plugin-image": {
+        f"{PF}/test_container.py::test_image_same_as_head[{B}]": rf"\[image-layers-differ\] {B}: saw gb10sim/vllm-cpu:local: 2 RootFS",
+    },
     "nm-dhcp-on-qsfp": {  # a real NetworkManager's profiles (rank 0's static one passes)
         f"{NW}/test_netpath.py::test_no_dhcp_on_qsfp[{B}]":
             rf"\[nm-dhcp-qsfp\] {B}:{L0}: saw NetworkManager profile 'Wired connection 2' \([0-9a-f-]{{36}}\) with ipv4\.method "
@@ -435,6 +449,19 @@ def test_scenario_fails_exactly_its_checks(bed, name):
     judge_exactly(name, outcomes_under(name))
 
 
+# Scenarios of EXPECTED that also warn: (check, text of its warning), asserted by judge_exactly.
+ALSO_WARNS = {
+    "nccl-conf-image-silent": [(f"{PF}/test_nccl_config.py::test_nccl_config[{B}]",
+                                f"Degraded: [nccl-conf-silent] {B}:image gb10sim/vllm-cpu:local /root/.nccl.conf: saw "
+                                "NCCL_PROTO=Simple set only in /root/.nccl.conf (image gb10sim/vllm-cpu:local): the rank gets "
+                                "it; the compose environment does not show it")],
+    "nccl-net-plugin-image": [(f"{PF}/test_nccl_config.py::test_nccl_config[{B}]",
+                               f"Degraded: [nccl-net-plugin] {B}:image gb10sim/vllm-cpu:local: saw NCCL loads the external "
+                               "net plugin /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so (NCCL_NET_PLUGIN unset: "
+                               "libnccl-net.so found through LD_LIBRARY_PATH) ahead of its own IB transport")],
+}
+
+
 def judge_exactly(name: str, run) -> None:
     """The scenario failed exactly its EXPECTED checks with their messages, nothing could not look, and it showed every
     code it declares (a failure, or a warning in the run's summary)."""
@@ -460,6 +487,8 @@ def judge_exactly(name: str, run) -> None:
     assert proven <= declared, f"{name} fails with codes it does not declare: {sorted(proven - declared)}"
     warned = set(re.findall(r"Degraded: \[([a-z0-9-]+)\]", run.stdout))
     assert {p for p in declared - proven if p.split(":")[1] not in warned} == set(), f"{name}: declared but not seen"
+    for test_id, text in ALSO_WARNS.get(name, []):
+        assert results[test_id].outcome == "passed" and text in run.stdout, (test_id, results[test_id], run.stdout[-3000:])
 
 
 def test_different_usernames_fails_that_node_and_only_it(bed):

@@ -168,3 +168,34 @@ def shard_read(cluster: Cluster) -> str:
 
 def model_listing(cluster: Cluster) -> str:
     return model.LISTING.format(dir=model.model_dir(cluster.deploy.hf_cache, cluster.deploy.model_id))
+
+
+# NCCL's configuration files as NCCL reads them (facts/nccl_conf.py): each file between marks, in NCCL's order (the
+# first one read wins), `cat; echo` so that a last line without its newline still ends before the end mark.
+def _nccl_conf_files(first: str) -> str:
+    return (f"for f in {first} /etc/nccl.conf; do if [ ! -e \"$f\" ]; then echo \"-- gb10check: absent $f --\"; "
+            "elif [ ! -r \"$f\" ]; then echo \"-- gb10check: unreadable $f --\"; else echo \"-- gb10check: file $f --\"; "
+            "cat \"$f\"; echo; echo '-- gb10check: end --'; fi; done; ")
+
+
+# On the host: root's home and /etc (sudo: root's home is not the SSH user's to read).
+NCCL_CONF_HOST = "echo '-- gb10check: home /root --'; " + _nccl_conf_files("/root/.nccl.conf") + "echo '-- gb10check: done --'"
+# In the image: the home NCCL reads there ($NCCL_CONF_FILE in its place when the image sets it), the image's own NCCL_*
+# variables and library path, and every libnccl-net*.so where dlopen looks for NCCL's net plugin: LD_LIBRARY_PATH, the
+# loader's cache (ldconfig -p: `NAME (flags) => PATH`), the default folders.
+NCCL_CONF_IMAGE = (
+    "echo \"-- gb10check: home $HOME --\"; c=\"$HOME/.nccl.conf\"; [ -n \"$NCCL_CONF_FILE\" ] && c=\"$NCCL_CONF_FILE\"; "
+    + _nccl_conf_files('"$c"')
+    + "echo '-- gb10check: env --'; env | grep -E '^(NCCL_[A-Za-z0-9_]*|LD_LIBRARY_PATH)='; echo '-- gb10check: end --'; "
+    "echo '-- gb10check: libraries --'; for d in $(echo \"$LD_LIBRARY_PATH\" | tr ':' ' '); do for l in \"$d\"/libnccl-net*.so*; "
+    "do [ -e \"$l\" ] && echo \"ld_library_path ${l##*/} $l\"; done; done; "
+    "ldconfig -p 2>/dev/null | sed -n 's/^[[:space:]]*\\(libnccl-net[^ ]*\\) .*=> \\(.*\\)$/cache \\1 \\2/p'; "
+    "for d in /lib /usr/lib /lib64 /usr/lib64 /usr/lib/*-linux-gnu; do for l in \"$d\"/libnccl-net*.so*; "
+    "do [ -e \"$l\" ] && echo \"default ${l##*/} $l\"; done; done; echo '-- gb10check: end --'; echo '-- gb10check: done --'")
+
+
+def nccl_conf_image(image: str, extra_volumes: list[str]) -> str:
+    """The NCCL configuration probe in the deployment image, as a rank's container sees it (its extra volumes; never pulls)."""
+    volumes = "".join(f" -v {shlex.quote(v)}" for v in extra_volumes)
+    return (f"docker run --rm --pull never --entrypoint /bin/sh{volumes} {shlex.quote(image)} -c "
+            f"{shlex.quote(NCCL_CONF_IMAGE)}")

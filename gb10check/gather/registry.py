@@ -192,6 +192,12 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
        lambda cl, n, a: programs.program(cl, "kernels")[0], programs.program_json, ok_exits=ANY_EXIT, empty_ok=True,
        needs=canary_needs, timeout=lambda cl: programs.canary_timeout(cl, "kernels"),
        shown=lambda cl: programs.program(cl, "kernels")[1]),
+    # NCCL's configuration files (and, in the image, its NCCL_* variables and net plugin libraries): checks/nccl_config.py
+    _f("nccl_conf_host", "NCCL's configuration files on the host (/etc/nccl.conf, root's ~/.nccl.conf)", const(c.NCCL_CONF_HOST),
+       r.parser("nccl_conf_probe"), sudo=True, parse_kind="nccl_conf_probe"),
+    _f("nccl_conf_image", "NCCL's configuration files, variables and net plugin libraries in the deployment image",
+       lambda cl, n, a: c.nccl_conf_image(cl.deploy.image, cl.deploy.extra_volumes), r.parser("nccl_conf_probe"), tool="docker",
+       package="docker.io", needs=("image_present",), parse_kind="nccl_conf_probe"),
     _f("ray_version", "Ray in the deployment image",
        lambda cl, n, a: c.ray_version(cl.deploy.image, cl.deploy.extra_volumes), lambda out: facts.parse("ray_version", out.stdout + (out.stderr if out.rc else "")), ok_exits=ANY_EXIT,
        needs=("image_present",), parse_kind="ray_version", when=lambda cl: cl.uses_ray),

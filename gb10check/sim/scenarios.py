@@ -96,6 +96,17 @@ def _on_own_disk(path: str, size: str) -> str:
             f"rmdir $mnt/lost+found; cp -a {path}/. $mnt/; mount --bind $mnt {path}; umount $mnt; rmdir $mnt")
 
 
+def image_changed(shell: str, *changes: str) -> str:
+    """Shell that changes the node's deployment image locally: `shell` run in a container of it (the node's /usr mounted,
+    as the sim's compose file does), then docker commit with `changes` (Dockerfile lines) under the same tag."""
+    change = "".join(f" --change {shlex.quote(c)}" for c in changes)
+    return (f"docker run --name gb10sim-edit -v /usr:/usr:ro {IMAGE} /bin/sh -c {shlex.quote(shell)} && "
+            f"docker commit{change} gb10sim-edit {IMAGE} >/dev/null && docker rm gb10sim-edit >/dev/null")
+
+
+NET_PLUGIN_DIR = "/opt/hpcx/nccl_rdma_sharp_plugin/lib"  # where NGC images keep HPC-X's net plugin
+
+
 # A real NetworkManager in a node: its own system bus, profiles in keyfiles, every device left unmanaged so the sim's
 # links keep their addresses (a profile is judged by what it would do: on a real machine NetworkManager activates it).
 NM_CONF = ("[main]\nplugins=keyfile\nno-auto-default=*\ndns=none\nrc-manager=unmanaged\n\n"
@@ -326,6 +337,22 @@ SCENARIOS = {s.name: s for s in [
     Scenario("netplan-missing-link", "rank 0: /etc/netplan/40-cx7.yaml does not describe enP2p1s0f0np0",
              (Step(0, shell="sed -i '/enP2p1s0f0np0/,+1d' /etc/netplan/40-cx7.yaml"),),
              proves=("test_netplan_file:netplan-content",)),
+    # NCCL's configuration files and net plugin (checks/nccl_config.py)
+    Scenario("nccl-conf-host-conflict", "rank 1: /etc/nccl.conf on the host sets NCCL_SOCKET_IFNAME=eth0 where the compose "
+             "environment says enp1s0f0np0 (the rank takes the compose value, nccl-tests on the host the file's)",
+             (Step(1, shell="printf '# left from a test\\nNCCL_SOCKET_IFNAME=eth0\\n' > /etc/nccl.conf"),),
+             proves=("test_nccl_config:nccl-conf-conflict",)),
+    Scenario("nccl-conf-image-silent", "rank 1's image changed locally (docker commit): its /root/.nccl.conf sets "
+             "NCCL_PROTO=Simple, which the rank takes and no compose file shows (a warning)",
+             (Step(1, shell=image_changed("printf 'NCCL_PROTO=Simple\\n' > /root/.nccl.conf")),),
+             proves=("test_image_same_as_head:image-layers-differ", "test_nccl_config:nccl-conf-silent")),
+    Scenario("nccl-net-plugin-image", "rank 1's image changed locally to carry an external net plugin (HPC-X's libnccl-net.so "
+             "on its LD_LIBRARY_PATH, as NGC images do) and no NCCL_NET_PLUGIN in the compose environment: NCCL would load "
+             "it ahead of its own IB transport (a warning)",
+             (Step(-1, shell="sed -i '/NCCL_NET_PLUGIN/d' /home/lenovo/vllm/compose.yml"),
+              Step(1, shell=image_changed(f"mkdir -p {NET_PLUGIN_DIR} && echo 'a stand-in: no NCCL here' > {NET_PLUGIN_DIR}/libnccl-net.so",
+                                          f"ENV LD_LIBRARY_PATH={NET_PLUGIN_DIR}"))),
+             proves=("test_image_same_as_head:image-layers-differ", "test_nccl_config:nccl-net-plugin")),
     Scenario("nccl-absent", "every node: no MPI and no nccl-tests installed",
              (Step(-1, shell="rm -f /usr/local/bin/mpirun /usr/local/bin/all_gather_perf"),),
              proves=()),

@@ -1,0 +1,24 @@
+"""The NCCL configuration each rank really gets: every NCCL_* key of NCCL's configuration files in the deployment image
+and on the host (and of the image's ENV) beside the rank's compose environment, and the net plugin NCCL loads in the
+image (gb10check/checks/nccl_config.py has the rules and NCCL's precedence)."""
+
+import pytest
+
+from gb10check.checks import compose, nccl_config
+from gb10check.gather import read, reads
+from gb10check.verdict import report
+
+pytestmark = pytest.mark.preflight
+
+
+@reads("vllm_service", "nccl_conf_image", "nccl_conf_host")
+def test_nccl_config(node, cluster, measurements):
+    env = compose.service_environment(read(node, "vllm_service")[1])
+    image, host = read(node, "nccl_conf_image"), read(node, "nccl_conf_host")
+    plugin, why = nccl_config.net_plugin(image, env)
+    measurements("NCCL net plugin", node.name, plugin or "NCCL's own (IB, Socket)", why)
+    # The design (compose.py) runs NCCL's own IB transport over RoCE wherever the cluster file names RDMA devices.
+    wants_internal_ib = any(link.rdma_device for n in cluster.nodes for link in n.links)
+    report(nccl_config.judge_files(node.name, f"image {cluster.deploy.image}", image, env)
+           + nccl_config.judge_files(node.name, "host", host, env)
+           + nccl_config.judge_net_plugin(node.name, cluster.deploy.image, image, env, wants_internal_ib))
