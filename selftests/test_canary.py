@@ -162,5 +162,5 @@ def test_the_stale_container_look_comes_before_the_runs_own_containers(tmp_path)
     user = [command for command, sudo in batch.values() if not sudo]
     starters = {fact for (fact, _), (command, sudo) in batch.items() if gather.starts_container(command)}
     assert set(gather.LOOK_FIRST) <= set(user)
-    assert starters == {"gpu_probe", "canary_nccl", "canary_kernels", *(["ray_version"] if cluster.uses_ray else [])}
+    assert starters == {"gpu_probe", "canary_nccl", "canary_kernels", "canary_memory", *(["ray_version"] if cluster.uses_ray else [])}
     assert all(not batch[(f, None)][1] for f in starters)  # in the user's batch, where LOOK_FIRST holds them back

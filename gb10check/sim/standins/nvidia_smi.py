@@ -1,6 +1,6 @@
 """nvidia-smi: the GB10 table (nvidia_smi/gb10-*: the timestamp line padded to 31 columns, the 89-column
 boxes, bus id 0000000F:01:00.0, `Not Supported` memory, the Processes box listing this node's GPU processes:
-vLLM's `VLLM::` processes with their resident memory), -L, --query-gpu CSV (with or without header/units;
+vLLM's `VLLM::` processes with their resident memory), --query-compute-apps (the same processes), -L, --query-gpu CSV (with or without header/units;
 the compute canary's clock/power fields from the state's gpu_load, looping with -lms / -l until killed),
 and the driver's failures (no driver in a container without --gpus; NVML mismatch)."""
 
@@ -119,6 +119,28 @@ def table(s: dict) -> None:
     print("\n".join(lines))
 
 
+APPS_FIELDS = {"pid": ("pid", ""), "process_name": ("process_name", ""), "name": ("process_name", ""),
+               "used_memory": ("used_gpu_memory", " [MiB]"), "used_gpu_memory": ("used_gpu_memory", " [MiB]")}
+
+
+def compute_apps(args: list[str], fields_arg: str) -> int:
+    """--query-compute-apps: one line per GPU process (this node's VLLM:: processes, as the table lists them); the
+    header alone, or nothing with noheader, when there is none."""
+    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
+    fields = fields_arg.split(",")
+    unknown = [f for f in fields if f not in APPS_FIELDS]
+    if unknown:
+        print(f'Field "{unknown[0]}" is not a valid field to query.\n')
+        return 2
+    lines = [] if "noheader" in fmt else [", ".join(APPS_FIELDS[f][0] + ("" if "nounits" in fmt else APPS_FIELDS[f][1])
+                                                    for f in fields)]
+    for pid, name, mib in gpu_processes():
+        cell = {"pid": str(pid), "process_name": name, "used_gpu_memory": f"{mib}" + ("" if "nounits" in fmt else " MiB")}
+        lines.append(", ".join(cell[APPS_FIELDS[f][0]] for f in fields))
+    print("\n".join(lines))
+    return 0
+
+
 def nvidia_smi(args: list[str]) -> int:
     if not os.path.exists(STATE):  # in a container the GPU was not given to (no --gpus / no toolkit)
         print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -129,6 +151,9 @@ def nvidia_smi(args: list[str]) -> int:
         print("Failed to initialize NVML: Driver/library version mismatch")
         print(f"NVML library version: {s['user_driver']}")
         return 18
+    apps = next((a.split("=", 1)[1] for a in args if a.startswith("--query-compute-apps=")), None)
+    if apps is not None:
+        return compute_apps(args, apps)
     fields = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
     if fields is not None:
         return query(s, args, fields)
