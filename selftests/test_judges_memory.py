@@ -119,13 +119,12 @@ def test_garbled_compute_apps_are_unreadable(garbled):
 
 def test_the_standin_lists_a_real_vllm_named_process(tmp_path, monkeypatch, capsys):
     """The nvidia-smi stand-in's --query-compute-apps lists a real process named VLLM::EngineCore (argv[0], as vLLM's
-    setproctitle leaves it), read back by the parser with its line from the real process table. (This machine may itself
-    be a container, where the stand-in, as a container's nvidia-smi, sees none: it is asked as a node's.)"""
+    setproctitle leaves it), read back by the parser with its line from the real process table. (Here it is asked as a node's:
+    in a container of the node's docker it sees none, as a container's nvidia-smi.)"""
     monkeypatch.syspath_prepend(str(REPO / "gb10check" / "sim"))
     from standins import nvidia_smi
 
-    exists = os.path.exists
-    monkeypatch.setattr(os.path, "exists", lambda p: p != "/.dockerenv" and exists(p))
+    monkeypatch.setattr(nvidia_smi, "in_container", lambda: False)
     holder = subprocess.Popen(["bash", "-c", f'exec -a VLLM::EngineCore {sys.executable} -c "import time; time.sleep(60)"'])
     try:
         for _ in range(100):  # until exec has renamed it
