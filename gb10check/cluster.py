@@ -239,6 +239,10 @@ class Expect(Strict):
     min_sm_clock_mhz: float = Field(ge=0)  # median SM clock of the samples under load
     max_compute_spread: float = Field(ge=0, lt=1)  # a node slower than the fastest by more than this fails
     compute_seconds: float = Field(gt=0, le=300)  # how long the timing program multiplies on each node
+    # test_start_memory (checks/memory.py): the margin beyond what vLLM asks for at start, and the free memory CUDA shows on
+    # an idle node with the page cache dropped (under it, with no GPU process: memory only a reboot frees).
+    start_memory_margin_gib: GiB
+    idle_free_floor_gib: GiB
     ib_write_bw_duration_s: int = Field(ge=1, le=60)  # -D of each ib_write_bw run (one link at a time)
     # The PCIe link each ConnectX-7 function must negotiate (lspci LnkSta); null: what the function says it can do (LnkCap).
     pcie_speed_gts: float | None = Field(gt=0)

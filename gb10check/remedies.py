@@ -69,6 +69,12 @@ class Code(str, Enum):
     IMAGE_LAYERS_DIFFER = "image-layers-differ"
     CONTAINER_NO_GPU = "container-no-gpu"
     STALE_CONTAINER = "stale-container"
+    # The start memory gate (checks/memory.py): vLLM's start-up check, with the cause named.
+    START_MEMORY_PROCESS = "start-memory-process"
+    START_MEMORY_PAGE_CACHE = "start-memory-page-cache"
+    START_MEMORY_REBOOT = "start-memory-reboot"
+    START_MEMORY_UTILIZATION = "start-memory-utilization"
+    GPU_PROCESS_LEFT = "gpu-process-left"
     PAGE_CACHE = "page-cache"
     COMPOSE_MISSING = "compose-missing"
     COMPOSE_DIFFERS = "compose-differs"
@@ -500,6 +506,17 @@ REMEDIES: dict[Code, str] = {
                               "(docker save {image} | ssh {node} docker load); every rank must run the same bits",
     Code.CONTAINER_NO_GPU: "install and configure the NVIDIA container toolkit on {node} (sudo nvidia-ctk runtime configure "
                            "--runtime=docker && sudo systemctl restart docker), then retry `{command}`",
+    Code.START_MEMORY_PROCESS: "a GPU process holds the memory on {node}: stop it (test_no_gpu_process_left names each, with "
+                                 "its container or pid), then run the preflight again",
+    Code.START_MEMORY_PAGE_CACHE: "drop the page cache on {node} ({cache} GiB; {short} GiB short): sync; echo 3 | sudo tee "
+                                  "/proc/sys/vm/drop_caches, just before deploy (a model copy or read refills it)",
+    Code.START_MEMORY_REBOOT: "reboot {node}: with no GPU process and the page cache counted, {free} GiB free is under an idle "
+                              "node's; memory held after an abnormal exit comes back only with a reboot",
+    Code.START_MEMORY_UTILIZATION: "lower gpu_memory_utilization from {utilization} to {fits} or less ({short} GiB short of "
+                                   "{need} GiB): this node, idle, has {free} GiB free (some kernel/driver pairs take 8-9 GiB "
+                                   "more at start)",
+    Code.GPU_PROCESS_LEFT: "stop it on {node} before deploy ({stop}); a VLLM::EngineCore left after its API server was "
+                           "killed keeps its memory until it is killed",
     Code.STALE_CONTAINER: "stop it before deploying: on {node} run `docker compose down` in {workdir} (or docker rm -f {name}); "
                           "a second engine on the node holds unified memory the new one needs",
     Code.COMMAND_TIMEOUT: "run `{command}` on {node} by hand and see where it hangs; raise ssh.command_timeout_s if it is only slow",

@@ -161,7 +161,25 @@ EXPECTED: dict[str, dict[str, str]] = {
     "low-memavailable": {
         f"{PF}/test_model.py::test_memory_available[{B}]": r"\[memory-low\] .*saw MemAvailable [56]\.\d GiB; expected at least 9\.\d GiB",
     },
-    "page-cache": {},  # a warning: see test_page_cache_warning
+    "page-cache": {  # and a warning: see test_page_cache_warning
+        f"{PF}/test_gpu.py::test_start_memory[{A}]":
+            rf"\[start-memory-page-cache\] {A}: saw CUDA reports \d+\.\d\d GiB free of 121\.69 on device 0 \(NVIDIA GB10\), \d+\.\d\d GiB short; the page cache holds 4\d\.\d\d GiB \(unified memory: CUDA "
+            r"counts it as used\); expected at least 99\.35 GiB free: gpu_memory_utilization 0\.8 x 121\.69 GiB = 97\.35 GiB \(what vLLM asks for at start\) \+ margin 2 GiB\n  fix: drop the page cache on "
+            rf"{A} \(4\d\.\d\d GiB; \d+\.\d\d GiB short\): sync; echo 3",
+    },
+    "orphaned-engine-core": {
+        f"{PF}/test_gpu.py::test_no_gpu_process_left[{B}]":
+            rf"\[gpu-process-left\] {B}: saw pid \d+ VLLM::EngineCore \(on the host, parent \d+, running 0h0\dm\) holding "
+            r"80\.\d GiB; expected no GPU compute process before deploy\n  fix: stop it on .* \(kill \d+\)",
+        f"{PF}/test_gpu.py::test_start_memory[{B}]":
+            rf"\[start-memory-process\] {B}: saw CUDA reports \d+\.\d\d GiB free of 121\.69 on device 0 \(NVIDIA GB10\), \d+\.\d\d GiB short: pid \d+ VLLM::EngineCore \(on the host, parent \d+, running 0h0\dm\) "
+            rf"holding 80\.\d GiB; expected at least 99\.35 GiB free: gpu_memory_utilization 0\.8 x 121\.69 GiB = 97\.35 GiB \(what vLLM asks for at start\) \+ margin 2 GiB\n  fix: a GPU process holds the memory on {B}",
+    },
+    "memory-held-no-process": {
+        f"{PF}/test_gpu.py::test_start_memory[{B}]":
+            rf"\[start-memory-reboot\] {B}: saw CUDA reports \d+\.\d\d GiB free of 121\.69 on device 0 \(NVIDIA GB10\), \d+\.\d\d GiB short; no GPU process and \d+\.\d\d GiB of page cache: \d+\.\d\d GiB with the "
+            rf"cache dropped, under the idle floor 100 GiB \(expect\.idle_free_floor_gib\); expected at least 99\.35 GiB free: gpu_memory_utilization 0\.8 x 121\.69 GiB = 97\.35 GiB \(what vLLM asks for at start\) \+ margin 2 GiB\n  fix: reboot {B}",
+    },
     "os-differs": {
         f"{PF}/test_identity.py::test_os_parity[{B}]": rf"\[os-parity\] {B}: saw OS image 'Ubuntu 22\.04\.5 LTS'; expected '.*' as on {A}",
     },
@@ -415,6 +433,8 @@ VISIBLE = {
     "image-tag-unpinned": (1, "docker image inspect --format '{{json .RepoDigests}}' gb10sim/vllm-cpu:local",
                            "gb10sim/vllm-cpu@sha256:5eb5a1c0"),
     "page-cache": (0, "free -g | awk '/Mem:/ {print \"cache\", $6}'", "cache 4"),
+    "orphaned-engine-core": (1, "pgrep -a -f '^VLLM::EngineCore'", "VLLM::EngineCore"),
+    "memory-held-no-process": (1, "grep MemAvailable /proc/meminfo", "MemAvailable:"),
 }
 
 

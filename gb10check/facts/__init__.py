@@ -31,6 +31,8 @@ KINDS: dict[str, Kind] = {
     "ufw_user_rules": Kind(ufw.parse_user_rules, "/etc/ufw/user.rules"),
     "nvidia_smi": Kind(nvidia.parse_smi, "nvidia-smi (default table)"),
     "nvidia_smi_query": Kind(nvidia.parse_query, "nvidia-smi --query-gpu=... --format=csv[,noheader]"),
+    "nvidia_compute_apps": Kind(nvidia.parse_compute_apps, "nvidia-smi --query-compute-apps=pid,process_name,used_memory "
+                                                           "--format=csv, then `-- ps --` and CONTAINER PID PPID ETIMES ARGS"),
     "nvml_mismatch": Kind(nvidia.parse_nvml_mismatch, "nvidia-smi failing with 'Driver/library version mismatch'"),
     "proc_driver_nvidia_version": Kind(nvidia.parse_proc_version, "/proc/driver/nvidia/version"),
     "nvidia_ctk_version": Kind(nvidia_ctk.parse_version, "nvidia-ctk --version"),

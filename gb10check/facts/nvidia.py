@@ -499,3 +499,50 @@ def parse_proc_version(text: str) -> KernelModule:
     date = re.sub(r"^(?:Release Build|Debug Build|Develop Build)?\s*(?:\([^()]*\)\s*)?", "", build or "").strip() or None
     return KernelModule(m["version"], "open" if (m["open1"] or m["open2"]) else "proprietary", m["arch1"] or m["arch2"],
                         build, gcc[1] if gcc else None, builder[1] if builder else None, date)
+
+
+# ---- GPU compute processes: nvidia-smi --query-compute-apps with their lines in the process table ----------------
+
+PS_MARK = "-- ps --"
+PS_LINE = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(.*)$")
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    name: str  # nvidia-smi's process name (vLLM names its engine VLLM::EngineCore, its workers VLLM::Worker...)
+    used_gib: float | None  # None: nvidia-smi reports no figure ([N/A])
+    ppid: int | None = None  # the process table's line, when the process still ran when ps looked
+    elapsed_s: int | None = None
+    args: str | None = None
+    container: str | None = None  # the docker container id (12 hex) whose cgroup holds it; None: on the host
+
+
+@parser
+def parse_compute_apps(text: str) -> list[GpuProcess]:
+    """`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`, then a line `-- ps --` and, per
+    process, `CONTAINER PID PPID ETIMES ARGS` (CONTAINER: the docker id in /proc/PID/cgroup, or -). A process the
+    table no longer holds (it ended between the two) keeps its nvidia-smi figures. No process: the header alone."""
+    if PS_MARK not in text:
+        raise ParseError("nvidia_compute_apps", f"nvidia-smi's compute processes, then a line {PS_MARK!r}", text)
+    smi, _, ps = text.partition(PS_MARK)
+    if not smi.strip():
+        raise ParseError("nvidia_compute_apps", "nvidia-smi's CSV header (pid, process_name, used_gpu_memory [MiB])", text)
+    rows = parse_query(smi, command="nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv")
+    table = {}
+    for line in ps.splitlines():
+        if not line.strip():
+            continue
+        m = PS_LINE.match(line.strip())
+        if not m:
+            raise ParseError("nvidia_compute_apps", "CONTAINER PID PPID ETIMES ARGS per process", line)
+        table[int(m[2])] = (None if m[1] == "-" else m[1], int(m[3]), int(m[4]), m[5])
+    found = []
+    for row in rows:
+        pid = row.get("pid")
+        if not isinstance(pid, int):
+            raise ParseError("nvidia_compute_apps", "a process id in the pid column", str(row))
+        container, ppid, elapsed, args = table.get(pid, (None, None, None, None))
+        found.append(GpuProcess(pid, str(row.get("process_name") or "?"), row.get("used_gpu_memory_gib"), ppid, elapsed,
+                                args, container))
+    return found

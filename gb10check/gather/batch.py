@@ -5,7 +5,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..remedies import Code
-from .commands import DOCKER_PS, DOCKER_STATS, MEMINFO
+from .commands import DOCKER_PS, DOCKER_STATS, GPU_PROCESSES, MEMINFO
 
 @dataclass(frozen=True)
 class Output:
@@ -20,8 +20,8 @@ TIMED_OUT = 124  # timeout(1)'s exit status
 
 # Looked at before the run's own containers (the GPU probe, Ray's version, the canaries) start: the stale-container
 # check took this run's probe, with the deployment's image, for a serving container left behind; the memory checks
-# would count what a canary's torch holds as used.
-LOOK_FIRST = (DOCKER_PS, DOCKER_STATS, MEMINFO)
+# would count what a canary's torch holds as used; the GPU-process check would take a canary for a process left behind.
+LOOK_FIRST = (DOCKER_PS, DOCKER_STATS, MEMINFO, GPU_PROCESSES)
 
 
 def starts_container(command: str) -> bool:

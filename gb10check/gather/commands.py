@@ -26,6 +26,13 @@ DRIVER_QUERY = "nvidia-smi --query-gpu=driver_version --format=csv,noheader"
 GPU_NAME_QUERY = "nvidia-smi --query-gpu=name --format=csv"
 GPU_LIST = "nvidia-smi -L"
 GPU_INVENTORY = "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv"
+# The GPU's compute processes (on the host: nvidia-smi in a container sees none of another's) and, per process, its line in
+# the process table with the docker container whose cgroup holds it (facts.nvidia.parse_compute_apps reads both).
+GPU_PROCESSES = ("a=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv 2>&1); rc=$?; echo \"$a\"; "
+                 "[ $rc -eq 0 ] || exit $rc; echo '-- ps --'; "
+                 "for p in $(echo \"$a\" | sed 1d | cut -d, -f1 | grep -xE '[0-9]+'); do "
+                 "c=$(grep -oE 'docker[-/][0-9a-f]{12}' /proc/$p/cgroup 2>/dev/null | head -n 1 | cut -c8-); "
+                 "ps -o pid=,ppid=,etimes=,args= -p $p | sed \"s|^ *|${c:--} |\"; done; true")
 UFW_STATUS = "ufw status verbose"
 UFW_USER_RULES = "cat /etc/ufw/user.rules"
 UFW_CONF = "cat /etc/ufw/ufw.conf"

@@ -168,7 +168,7 @@ def _program_json(node: RemoteNode, out: Output, shown: str) -> dict:
 
 
 def canary_timeout(cluster: Cluster, name: str) -> float:
-    return max(cluster.ssh.command_timeout_s, {"nccl": 120, "kernels": 180}[name])
+    return max(cluster.ssh.command_timeout_s, {"nccl": 120, "kernels": 180, "memory": 120}[name])
 
 
 @dataclass

@@ -259,6 +259,11 @@ def configure(root: str, spec: dict) -> None:
         link = f"{root}/usr/local/bin/{tool}"
         if not os.path.lexists(link):
             os.symlink(f"{STANDINS}/__main__.py", link)
+    # The CUDA driver's stand-in where the real driver installs libcuda.so.1 (the memory probe asks it through ctypes).
+    import sysconfig  # here: the only user
+
+    lib = f"{root}/usr/lib/{sysconfig.get_config_var('MULTIARCH') or ''}/libcuda.so.1"
+    sh("gcc", "-shared", "-fPIC", "-O2", "-o", lib, f"{root}{STANDINS}/libcuda.c")
 
 
 def firewall(spec: dict) -> None:

@@ -26,7 +26,8 @@ FOLDER = REPO / "selftests" / "captures" / "facts" / "scenarios"
 PACKAGE = REPO / "gb10check"
 # What decides a recording's content: the commands (the registry's and the programs'), and what answers them on a
 # simulated node (the stand-ins). The judges are not here: they run again on every replay.
-PRODUCERS = ("gather/registry.py", "gather/commands.py", "gather/programs.py", "canary/*.py", "sim/standins/*.py")
+PRODUCERS = ("gather/registry.py", "gather/commands.py", "gather/programs.py", "canary/*.py", "sim/standins/*.py",
+             "sim/standins/*.c")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -231,9 +231,23 @@ SCENARIOS = {s.name: s for s in [
     Scenario("low-memavailable", "rank 1: other work holds 115 GiB; MemAvailable about 5.6 GiB, under the need plus margin",
              (Step(1, state={"extra_used_kb": 115 * 1024 * 1024}),),
              proves=("test_memory_available:memory-low",)),
-    Scenario("page-cache", "rank 0: 40 GiB of page cache (weights just read) before loading",
+    # With the start memory gate's page-cache cause (checks/memory.py): CUDA's free memory is the stand-in driver's
+    # (standins/libcuda.c), MemFree of the node's /proc/meminfo, the page cache counted as used as on GB10.
+    Scenario("page-cache", "rank 0: 40 GiB of page cache (weights just read) before loading: CUDA's free under "
+             "gpu_memory_utilization x total + margin, the page cache enough to cover it",
              (Step(0, state={"extra_cached_kb": 40 * 1024 * 1024}),),
-             proves=("test_memory_available:page-cache",)),
+             proves=("test_memory_available:page-cache", "test_start_memory:start-memory-page-cache")),
+    Scenario("orphaned-engine-core", "rank 1: a VLLM::EngineCore left running after its API server was killed (a real "
+             "process, parent init), holding 80 GiB of unified memory",
+             (Step(1, state={"extra_used_kb": 80 * 1024 * 1024, "gpu_memory_mib": {"VLLM::EngineCore": 80 * 1024}},
+                   shell="setsid bash -c 'exec -a VLLM::EngineCore /usr/bin/python3 -c \"import time; time.sleep(1e6)\"' "
+                         "</dev/null >/dev/null 2>&1 & for i in $(seq 50); do pgrep -f '^VLLM::EngineCore' >/dev/null && "
+                         "exit 0; sleep 0.1; done; exit 1"),),
+             proves=("test_no_gpu_process_left:gpu-process-left", "test_start_memory:start-memory-process")),
+    Scenario("memory-held-no-process", "rank 1: 60 GiB held with no process to show for it (after an abnormal exit): only a "
+             "reboot frees it",
+             (Step(1, state={"extra_used_kb": 60 * 1024 * 1024}),),
+             proves=("test_start_memory:start-memory-reboot",)),
     Scenario("compose-differs", "rank 1: its compose file was edited by hand (NCCL_DEBUG: INFO)",
              (Step(1, shell="sed -i 's/NCCL_DEBUG: WARN/NCCL_DEBUG: INFO/' /home/lenovo/vllm/compose.yml"),),
              proves=("test_compose_same_as_head:compose-differs",)),

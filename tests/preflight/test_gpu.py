@@ -1,12 +1,14 @@
 """GPU and image canaries: a bf16 matmul in the deployment image timed with nvidia-smi sampling under it, a torch op and
-a Triton kernel compiled and run in the image, and the NCCL library torch in the image really loads. The programs are
-ours (gb10check/canary/), fed to the image's python3."""
+a Triton kernel compiled and run in the image, the NCCL library torch in the image really loads, and the start memory
+gate (CUDA's free memory in the image against what vLLM asks for; no GPU process left). The programs are ours
+(gb10check/canary/), fed to the image's python3."""
 
 import pytest
 
-from gb10check.checks import compose, gpu, platform
+from gb10check.checks import compose, gpu, memory, platform
 from gb10check.gather import compute, fastest_compute, program, read, reads
-from gb10check.verdict import report
+from gb10check.remedies import Code
+from gb10check.verdict import not_checked, report
 
 pytestmark = pytest.mark.preflight
 
@@ -46,3 +48,28 @@ def test_image_nccl(node, head, cluster, measurements):
     report(gpu.judge_nccl_identity(node.name, head.name, mine, heads, cluster.deploy.nccl, cluster.deploy.image,
                                    cluster.deploy.canary_python)
            + platform.judge_nccl_advisories(node.name, mine, machine, env))
+
+
+@pytest.mark.slow  # the image started with the GPU on every node and torch's CUDA initialised: seconds
+@reads("canary_memory", "meminfo", "gpu_processes")
+def test_start_memory(node, cluster, measurements):
+    """vLLM's own start-up check, before deploy: CUDA's free memory against gpu_memory_utilization x total plus a margin."""
+    probe = read(node, "canary_memory")
+    runs_in = cluster.deploy.canary_python or cluster.deploy.image
+    if probe.get("gpu", "") is None:
+        pytest.skip(f"{node.name}: {probe.get('reason')} in {runs_in}: no CUDA memory to measure")
+    try:
+        for d in memory.devices(probe):
+            measurements(f"CUDA free memory (device {d.index})", node.name, round(d.free_gib, 2), f"GiB of {d.total_gib:.2f}")
+    except memory.ProbeUnreadable as exc:
+        not_checked(Code.GARBLED, node.name, str(exc), "the memory probe's devices with their free and total bytes",
+                    command=program(cluster, "memory")[1], kind="canary_memory")
+    report(memory.judge_start_memory(node.name, probe, read(node, "meminfo"), read(node, "gpu_processes"),
+                                     cluster.deploy.gpu_memory_utilization, cluster.expect.start_memory_margin_gib,
+                                     cluster.expect.idle_free_floor_gib))
+
+
+@reads("gpu_processes")
+def test_no_gpu_process_left(node):
+    """No GPU compute process on a node before deploy (nvidia-smi on the host, where every container's processes show)."""
+    report(memory.judge_no_gpu_process(node.name, read(node, "gpu_processes")))

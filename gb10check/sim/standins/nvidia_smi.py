@@ -1,8 +1,8 @@
 """nvidia-smi: the GB10 table (nvidia_smi/gb10-*: the timestamp line padded to 31 columns, the 89-column
 boxes, bus id 0000000F:01:00.0, `Not Supported` memory, the Processes box listing this node's GPU processes:
-vLLM's `VLLM::` processes with their resident memory), -L, --query-gpu CSV (with or without header/units;
-the compute canary's clock/power fields from the state's gpu_load, looping with -lms / -l until killed),
-and the driver's failures (no driver in a container without --gpus; NVML mismatch)."""
+vLLM's `VLLM::` processes with their resident memory), --query-compute-apps (the same processes), -L,
+--query-gpu CSV (with or without header/units; the compute canary's clock/power fields from the state's gpu_load,
+looping with -lms / -l until killed), and the driver's failures (no driver in a container without --gpus; NVML mismatch)."""
 
 import os
 import time
@@ -14,11 +14,29 @@ BAR = "+" + "-" * 89 + "+"
 COLS = "+-----------------------------------------+------------------------+----------------------+"
 
 
+def in_container() -> bool:
+    """Whether this runs in a container of the node's docker (its own PID namespace), not in the node: the node's PID 1 is
+    its init (gb10sim's boot.py, or systemd). /.dockerenv cannot tell: a node's root lies over the machine's, which may
+    itself be a container."""
+    try:
+        with open("/proc/1/cmdline", "rb") as f:
+            init = f.read().split(b"\0")[:2]
+    except OSError:
+        return True
+    return not any(word.endswith((b"/boot.py", b"systemd", b"/sbin/init")) for word in init)
+
+
 def gpu_processes() -> list[tuple[int, str, int]]:
     """(pid, name, MiB) of the processes using the GPU: vLLM names its engine and workers VLLM::..., and on GB10
-    their memory is the unified memory they hold. A container's own nvidia-smi sees none (other PID namespace)."""
-    if os.path.exists("/.dockerenv"):
+    their memory is the unified memory they hold: their resident memory here, and what the state's gpu_memory_mib
+    gives a name beyond it (a scenario's engine holding device memory this machine cannot give; its meminfo counts it
+    with extra_used_kb). A container's own nvidia-smi sees none (other PID namespace)."""
+    if in_container():
         return []
+    try:
+        held = state().get("gpu_memory_mib") or {}
+    except (OSError, ValueError):
+        held = {}
     found = []
     for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
         try:
@@ -29,7 +47,7 @@ def gpu_processes() -> list[tuple[int, str, int]]:
         except (OSError, ValueError, IndexError):
             continue
         if name.startswith("VLLM::"):
-            found.append((int(pid), name, rss_mib))
+            found.append((int(pid), name, rss_mib + int(held.get(name, 0))))
     return found
 
 
@@ -119,6 +137,28 @@ def table(s: dict) -> None:
     print("\n".join(lines))
 
 
+APPS_FIELDS = {"pid": ("pid", ""), "process_name": ("process_name", ""), "name": ("process_name", ""),
+               "used_memory": ("used_gpu_memory", " [MiB]"), "used_gpu_memory": ("used_gpu_memory", " [MiB]")}
+
+
+def compute_apps(args: list[str], fields_arg: str) -> int:
+    """--query-compute-apps: one line per GPU process (this node's VLLM:: processes, as the table lists them); the
+    header alone, or nothing with noheader, when there is none."""
+    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
+    fields = fields_arg.split(",")
+    unknown = [f for f in fields if f not in APPS_FIELDS]
+    if unknown:
+        print(f'Field "{unknown[0]}" is not a valid field to query.\n')
+        return 2
+    lines = [] if "noheader" in fmt else [", ".join(APPS_FIELDS[f][0] + ("" if "nounits" in fmt else APPS_FIELDS[f][1])
+                                                    for f in fields)]
+    for pid, name, mib in gpu_processes():
+        cell = {"pid": str(pid), "process_name": name, "used_gpu_memory": f"{mib}" + ("" if "nounits" in fmt else " MiB")}
+        lines.append(", ".join(cell[APPS_FIELDS[f][0]] for f in fields))
+    print("\n".join(lines))
+    return 0
+
+
 def nvidia_smi(args: list[str]) -> int:
     if not os.path.exists(STATE):  # in a container the GPU was not given to (no --gpus / no toolkit)
         print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -129,6 +169,9 @@ def nvidia_smi(args: list[str]) -> int:
         print("Failed to initialize NVML: Driver/library version mismatch")
         print(f"NVML library version: {s['user_driver']}")
         return 18
+    apps = next((a.split("=", 1)[1] for a in args if a.startswith("--query-compute-apps=")), None)
+    if apps is not None:
+        return compute_apps(args, apps)
     fields = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
     if fields is not None:
         return query(s, args, fields)

@@ -1,6 +1,6 @@
 """Keeps the node's stand-in files in step with its state and its real interfaces (the node's init or the
 gb10sim-standins unit calls refresh every 0.5 s): /sys/class/infiniband (with each port's error counters),
-/sys/class/dmi/id/bios_{version,date}, /proc/meminfo, /proc/driver/nvidia/version."""
+/sys/class/dmi/id/bios_{version,date}, /proc/meminfo (and its copy /etc/gb10sim/meminfo), /proc/driver/nvidia/version."""
 
 import os
 import platform
@@ -112,6 +112,11 @@ def write_meminfo(s: dict) -> None:
         os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
+    # The same figures where a container given the GPU finds them (the NVIDIA hook's stand-in binds /etc/gb10sim; a
+    # container's own /proc is the machine's): the CUDA driver's stand-in (libcuda.c) reads its memory from here.
+    with open("/etc/gb10sim/meminfo.new", "w") as f:
+        f.write(text)
+    os.replace("/etc/gb10sim/meminfo.new", "/etc/gb10sim/meminfo")
     _meminfo_written = (tuple(ours.items()), now)
 
 
