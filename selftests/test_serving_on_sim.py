@@ -69,9 +69,13 @@ EXPECTED: dict[str, dict[str, str]] = {
 # flag changes what a reply carries, not how fast it comes: the parser-off runs leave out the two measurements (the
 # healthy and the throttled runs hold them), half of each run.
 NOT_SPEED = "not test_decode_throughput and not test_concurrency"
+# The engine's scenario changes what the engine runs, not what it answers: its run asks for the engine check and two
+# quick ones.
 ONLY = {"server-throttled": "test_decode_throughput or test_health or test_model_registered",
-        "reasoning-parser-off": NOT_SPEED, "tool-parser-off": NOT_SPEED}
-SELECTED = {"server-throttled": 3, "reasoning-parser-off": 12, "tool-parser-off": 12}  # of the 14 serving checks
+        "reasoning-parser-off": NOT_SPEED, "tool-parser-off": NOT_SPEED,
+        "engine-unexpected": "test_engine_config or test_health or test_model_registered"}
+SELECTED = {"server-throttled": 3, "reasoning-parser-off": 12, "tool-parser-off": 12,
+            "engine-unexpected": 3}  # of the 14 serving checks
 # Warnings a scenario must show (in the run's warnings summary), besides its failures.
 WARNED = {"engine-unexpected": rf"\[engine-unknown-env\] {A} rank 0 log: saw vLLM warned: unknown environment variable "
                                r"VLLM_MXFP4_BACKEND \(ignored\)"}
