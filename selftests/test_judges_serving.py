@@ -324,3 +324,12 @@ def test_the_kv_cache_dtype_comes_from_metrics_when_the_log_does_not_say():
     assert engine(text, ExpectEngine(kv_cache_dtype="auto"), max_num_seqs=4, info=info) == []
     [f] = engine(text, ExpectEngine(kv_cache_dtype="fp8"), max_num_seqs=4, info=info)
     assert f.seen == "KV cache dtype auto" and "--kv-cache-dtype fp8" in f.text
+
+
+def test_a_variable_vllm_does_not_know_warns_by_name():
+    found = engine(read_capture("ours/vllm_logs/sim-vllm-0.32.0-cpu-serve-unknown-env-VLLM_MXFP4_BACKEND.log"), max_num_seqs=4)
+    [f] = found
+    assert (f.code, f.warning) == (Code.ENGINE_UNKNOWN_ENV, True)
+    assert f.text.startswith(f"[engine-unknown-env] {WHERE}: saw vLLM warned: unknown environment variable VLLM_MXFP4_BACKEND "
+                             "(ignored); expected only variables this vLLM reads\n  fix: vLLM does not know VLLM_MXFP4_BACKEND "
+                             "and ignores it")

@@ -180,6 +180,14 @@ EXPECTED = {
             "engine.asked.enforce_eager": "True",
             "#marks": 0,  # eager: no compile, no capture
         }),
+    "ours/vllm_logs/sim-vllm-0.32.0-cpu-serve-unknown-env-VLLM_MXFP4_BACKEND.log": (
+        "vllm_log", {
+            "version": "0.32.0",
+            "startup_complete": True,
+            "#errors": 0,  # a warning, not an error: the server starts and serves
+            "engine.unknown_env": ["VLLM_MXFP4_BACKEND"],
+            "engine.kv_cache_dtype": "auto",
+        }),
     "ours/vllm_api/sim-metrics-vllm-0.32.0-cpu.txt": (
         "vllm_metrics_info", {
             "cache_config_info.cache_dtype": "auto",
