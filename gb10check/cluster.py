@@ -220,6 +220,25 @@ def profile_fields() -> list[str]:
     return [name for name, info in Expect.model_fields.items() if info.is_required()]
 
 
+STARTUP_PHASES = ("weights", "compile", "kv_cache", "graph_capture", "api")
+
+
+def phase_budgets(value):
+    """{phase: seconds} for every startup phase (deploy/phases.py), each a number > 0."""
+    if not isinstance(value, dict):
+        raise ValueError(f"expected {{phase: seconds}} for {', '.join(STARTUP_PHASES)}; got {value!r}")
+    unknown = [k for k in value if k not in STARTUP_PHASES]
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is not a startup phase; the phases are {', '.join(STARTUP_PHASES)}")
+    missing = [k for k in STARTUP_PHASES if k not in value]
+    if missing:
+        raise ValueError(f"no budget for {', '.join(missing)}: give every phase ({', '.join(STARTUP_PHASES)}) its seconds")
+    for k, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise ValueError(f"{k}: expected seconds (a number > 0); got {v!r}")
+    return {k: float(value[k]) for k in STARTUP_PHASES}
+
+
 class Expect(Strict):
     """What the checks expect of the hardware and the site. The hardware's figures (the fields without a default) come
     from a profile (gb10check/profiles/, each figure with its source) that `profile` names; the cluster file's own
@@ -253,6 +272,11 @@ class Expect(Strict):
     netplan_file: str = "/etc/netplan/40-cx7.yaml"
     max_clock_skew_s: float = 1.0
     memory_margin_gib: GiB = 5.0
+    # The kernels that, chosen by the engine, are a silent fallback on this hardware (MoE or GEMM on MARLIN where native
+    # FP4/FP8 kernels exist): test_engine_config warns by name (fails where serving.expect_engine names another).
+    engine_fallbacks: list[str]
+    # The deploy watch's budget for each startup phase (deploy/phases.py), seconds: a phase over it fails by name.
+    startup_phase_budgets_s: Annotated[dict, BeforeValidator(phase_budgets)]
 
     @model_validator(mode="before")
     @classmethod
@@ -372,6 +396,20 @@ class Deploy(Strict):
         return self.cache_dir or f"{self.workdir}/cache"
 
 
+class ExpectEngine(Strict):
+    """What the engine must resolve (test_engine_config reads its log and /metrics); null: not judged. Names as vLLM
+    logs them, case aside: attention FLASHINFER / FLASH_ATTN / TRITON_ATTN, MoE VLLM_CUTLASS / FLASHINFER_CUTLASS /
+    MARLIN, linear kernels by class (CutlassFP8ScaledMMLinearKernel), KV cache dtype auto / fp8 / fp8_e4m3, cudagraph
+    mode NONE / PIECEWISE / FULL_DECODE_ONLY / FULL_AND_PIECEWISE, speculative 'none' or its method (mtp, eagle3)."""
+    attention_backend: str | None = None
+    moe_backend: str | None = None
+    linear_kernel: str | None = None
+    kv_cache_dtype: str | None = None
+    cudagraph_mode: str | None = None
+    speculative: str | None = None
+    quantization: str | None = None
+
+
 class Serving(Strict):
     base_url: str | None = None  # default: http://<rank 0 address>:<api_port>/v1
     api_key_env: str | None = None
@@ -382,6 +420,9 @@ class Serving(Strict):
     basic_expect: str = "6"
     repetitions: int = Field(3, ge=1)
     decode_max_tokens: int = Field(400, ge=16)  # tokens each throughput run asks for (the seed counted to 80: ~400)
+    # How the serving stage reads rank 0's server log on the head (default: `docker logs` of the deployment's container).
+    log_command: str | None = None
+    expect_engine: ExpectEngine = ExpectEngine()
 
 
 def tok_s_floors(value):

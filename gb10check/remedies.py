@@ -166,6 +166,10 @@ class Code(str, Enum):
     CONCURRENCY = "concurrency"
     ERROR_STATUS = "error-status"
     METRICS = "metrics"
+    ENGINE_CONFIG = "engine-config"
+    ENGINE_ARG_IGNORED = "engine-arg-ignored"
+    ENGINE_FALLBACK = "engine-fallback"
+    ENGINE_UNKNOWN_ENV = "engine-unknown-env"
     SOAK_STALL = "soak-stall"
     SOAK_REQUEST_ERROR = "soak-request-error"
     SOAK_MEMORY_FLOOR = "soak-memory-floor"
@@ -465,6 +469,18 @@ REMEDIES: dict[Code, str] = {
     Code.ERROR_STATUS: "the server answered an unknown model with {status}: a proxy may rewrite errors; test against rank 0",
     Code.METRICS: "the /metrics endpoint is how load and KV cache use are watched: check --disable-log-stats is not set "
                   "and no proxy hides the path",
+    Code.ENGINE_CONFIG: "{how}; then read rank 0's log ({log}): the engine's config line and its 'Using ... backend' lines "
+                        "say what it resolved, and its warnings why",
+    Code.ENGINE_ARG_IGNORED: "vLLM took {arg} but resolved another value: read the warning near it in rank 0's log ({log}) "
+                             "(a flag this build or GPU does not support, or one another flag overrides) and pass what "
+                             "the engine can run, or fix what overrides it",
+    Code.ENGINE_FALLBACK: "the engine fell back to {kernel}, slower than this hardware's native kernels (profile {profile}: "
+                          "{fallbacks} are fallbacks): use an image whose vLLM has the native kernels for this checkpoint and "
+                          "GPU, or choose one (--moe-backend, --linear-backend); if {kernel} is meant, name it in "
+                          "serving.expect_engine",
+    Code.ENGINE_UNKNOWN_ENV: "vLLM does not know {variable} and ignores it: remove it from the compose environment or the .env, "
+                             "and set what it was meant to set with the flag this vLLM has (--moe-backend, --attention-backend "
+                             "...; `vllm serve --help=all`)",
     Code.SOAK_STALL: "a rank stopped answering mid-load: read every rank's log (docker logs gb10-vllm) for 'No available "
                      "shared memory broadcast block' and 'Watchdog caught collective operation timeout'; a frozen or dead rank "
                      "leaves the other waiting with no error. If it comes after 20-26 minutes of load: " + SOAK_NCCL_FIX,

@@ -151,7 +151,16 @@ def test_each_mistake_on_its_own_line_the_misspelled_key_first():
 def test_an_unknown_key_like_no_field_lists_the_fields_there():
     assert cluster_error(setitem(["serving", "zzz"], 1)) == [
         "cluster.yaml: serving.zzz: unknown field; the fields here are base_url, api_key_env, expect_reasoning, "
-        "expect_tool_calls, min_decode_tok_s, basic_prompt, basic_expect, repetitions, decode_max_tokens"]
+        "expect_tool_calls, min_decode_tok_s, basic_prompt, basic_expect, repetitions, decode_max_tokens, log_command, "
+        "expect_engine"]
+
+
+def test_expect_engine_names_a_misspelled_key_and_a_bad_budget():
+    assert cluster_error(setitem(["serving", "expect_engine"], {"kv_cache_dtpye": "fp8"})) == [
+        "cluster.yaml: serving.expect_engine.kv_cache_dtpye: unknown field; did you mean kv_cache_dtype?"]
+    assert cluster_error(setitem(["expect", "startup_phase_budgets_s"], {"weights": 10})) == [
+        "cluster.yaml: expect.startup_phase_budgets_s: no budget for compile, kv_cache, graph_capture, api: give every phase "
+        "(weights, compile, kv_cache, graph_capture, api) its seconds"]
 
 
 def test_past_ten_mistakes_the_rest_are_counted():

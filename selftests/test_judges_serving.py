@@ -244,3 +244,92 @@ def test_decode_run_and_median():
 def test_new_codes_print_their_fix(code):
     f = sv.judge_refused(HEAD, sv.CHAT, Reply(None if code == Code.API_TIMEOUT else 502, "", "no answer within 1 s"), MODEL)[0]
     assert f.code == code and "{" not in f.text.split("fix: ")[1]
+
+
+# ---- the engine as it resolved (rank 0's log, /metrics) -----------------------------------------------------------
+
+from gb10check.cluster import ExpectEngine  # noqa: E402
+from gb10check.facts import vllm_log  # noqa: E402
+
+GB10_LOG = "vllm_logs/vllm-gb10-single-node-startup-jethac-server.log"  # 0.20.1, NvFp4 MoE on VLLM_CUTLASS, a dflash drafter
+SOURCE_BUILD_LOG = "vllm_logs/vllm-source-build-version-0.1.dev1+gda1daf40b-gb10-gemma4-12b-startup-plus-requests-jethac.log"
+SIM_SERVE_LOG = "ours/vllm_logs/sim-vllm-0.32.0-cpu-serve-tp1-eager.log"
+SIM_RANK0_LOG = "ours/vllm_logs/sim-vllm-0.32.0-cpu-tp2-rank0.log"
+WHERE = f"{HEAD} rank 0 log"
+GB10_FALLBACKS = ["MARLIN", "EMULATION"]
+AS_RESOLVED = ExpectEngine(attention_backend="triton_attn", moe_backend="VLLM_CUTLASS", kv_cache_dtype="auto",
+                           cudagraph_mode="FULL_AND_PIECEWISE", speculative="dflash", quantization="compressed-tensors",
+                           linear_kernel="FlashInferCutlassNvFp4LinearKernel")
+
+
+def engine(text, expect=ExpectEngine(), max_num_seqs=64, fallbacks=GB10_FALLBACKS, info=None, profile="gb10"):
+    return sv.judge_engine(WHERE, vllm_log.parse(text), info or {}, expect, deploy(max_num_seqs=max_num_seqs), fallbacks,
+                           profile, "docker logs gb10-vllm")
+
+
+def test_an_engine_resolved_as_expected_passes_every_field():
+    assert engine(read_capture(GB10_LOG), AS_RESOLVED) == []
+    assert engine(read_capture(SIM_SERVE_LOG), ExpectEngine(kv_cache_dtype="auto", cudagraph_mode="none", speculative="none"),
+                  max_num_seqs=4) == []
+
+
+def test_a_resolved_value_other_than_expected_fails_by_name_with_the_flag():
+    [f] = engine(read_capture(GB10_LOG), AS_RESOLVED.model_copy(update={"attention_backend": "FLASHINFER"}))
+    assert f.code == Code.ENGINE_CONFIG and not f.warning
+    assert f.text.startswith(f"[engine-config] {WHERE}: saw attention backend TRITON_ATTN (then FLASH_ATTN); expected attention "
+                             "backend FLASHINFER (serving.expect_engine.attention_backend)\n  fix: start vLLM with "
+                             "--attention-backend FLASHINFER")
+    [f] = engine(read_capture(GB10_LOG), max_num_seqs=8)
+    assert "saw max_num_seqs 64; expected max_num_seqs 8 (deploy.max_num_seqs)" in f.text and "--max-num-seqs 8" in f.text
+
+
+def test_moe_on_marlin_warns_as_a_fallback_and_fails_where_native_was_expected():
+    marlin = read_capture(GB10_LOG).replace("Using 'VLLM_CUTLASS' NvFp4 MoE backend", "Using 'MARLIN' NvFp4 MoE backend")
+    [f] = engine(marlin)
+    assert (f.code, f.warning) == (Code.ENGINE_FALLBACK, True)
+    assert f.seen == "MoE backend MARLIN" and f.expected == "native kernels (profile gb10: MARLIN, EMULATION are fallbacks)"
+    assert "the engine fell back to MARLIN" in f.text
+    assert codes(engine(marlin, AS_RESOLVED)) == [(Code.ENGINE_CONFIG, False)]  # expected VLLM_CUTLASS: a failure, said once
+    assert engine(marlin, fallbacks=["EMULATION"], profile="h200") == []  # Hopper has no FP4: Marlin is its path
+    assert engine(marlin, ExpectEngine(moe_backend="marlin")) == []  # meant: named in the cluster file
+
+
+def test_an_asked_value_the_engine_did_not_resolve_fails_with_both():
+    asked_fp8 = read_capture(GB10_LOG).replace("non-default args: {", "non-default args: {'kv_cache_dtype': 'fp8', ", 1)
+    [f] = engine(asked_fp8)
+    assert f.code == Code.ENGINE_ARG_IGNORED
+    assert f.seen == "asked kv_cache_dtype fp8 (non-default args); the engine resolved auto"
+    assert "vLLM took --kv-cache-dtype fp8 but resolved another value" in f.text
+    # fp8 is resolved as fp8_e4m3; eager turns CUDA graphs off (the sim's compose asks FULL_DECODE_ONLY with --enforce-eager)
+    assert engine(asked_fp8.replace("kv_cache_dtype=auto", "kv_cache_dtype=fp8_e4m3", 1)) == []
+    assert vllm_log.parse(read_capture(SIM_RANK0_LOG)).engine.asked["cudagraph_mode"] == "FULL_DECODE_ONLY"
+    assert engine(read_capture(SIM_RANK0_LOG), max_num_seqs=4) == []
+
+
+def test_what_the_log_does_not_say_is_never_a_pass():
+    [f] = engine(read_capture(SOURCE_BUILD_LOG), ExpectEngine(moe_backend="VLLM_CUTLASS"))[:1]
+    assert f.not_checked and f.seen == "the log names no MoE backend"
+    found = engine(read_capture(SOURCE_BUILD_LOG))
+    assert [x.seen for x in found] == ["the log states no max_num_seqs (neither asked nor in the config line)"]
+    assert found[0].not_checked
+    [f] = engine(read_capture("vllm_logs/vllm-0.13.0-gb10-offline-LLM-ansi-prefix-kvcache-chunk-elizabetht-spark.log"))
+    assert f.not_checked and "no engine config line" in f.seen
+
+
+def test_the_kv_cache_dtype_comes_from_metrics_when_the_log_does_not_say():
+    info = sv.metrics_info(Reply(200, read_capture("ours/vllm_api/sim-metrics-vllm-0.32.0-cpu.txt")))
+    assert info["cache_config_info"]["cache_dtype"] == "auto"
+    text = read_capture(SIM_SERVE_LOG).replace("kv_cache_dtype=auto, ", "")
+    assert vllm_log.parse(text).engine.kv_cache_dtype is None
+    assert engine(text, ExpectEngine(kv_cache_dtype="auto"), max_num_seqs=4, info=info) == []
+    [f] = engine(text, ExpectEngine(kv_cache_dtype="fp8"), max_num_seqs=4, info=info)
+    assert f.seen == "KV cache dtype auto" and "--kv-cache-dtype fp8" in f.text
+
+
+def test_a_variable_vllm_does_not_know_warns_by_name():
+    found = engine(read_capture("ours/vllm_logs/sim-vllm-0.32.0-cpu-serve-unknown-env-VLLM_MXFP4_BACKEND.log"), max_num_seqs=4)
+    [f] = found
+    assert (f.code, f.warning) == (Code.ENGINE_UNKNOWN_ENV, True)
+    assert f.text.startswith(f"[engine-unknown-env] {WHERE}: saw vLLM warned: unknown environment variable VLLM_MXFP4_BACKEND "
+                             "(ignored); expected only variables this vLLM reads\n  fix: vLLM does not know VLLM_MXFP4_BACKEND "
+                             "and ignores it")

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gb10check.sim import control, scenarios, serve
 from gb10check.sim.topology import mgmt_ip
@@ -53,6 +54,11 @@ EXPECTED: dict[str, dict[str, str]] = {
                                           rf"http://{A_MGMT}:20001/health: ConnectionError: Connection refused; "
                                           rf"expected GET /health -> 200\n  fix: start the stack \(rank 0 first",
     },
+    "engine-unexpected": {
+        f"{SV}/test_engine.py::test_engine_config": rf"\[engine-config\] {A} rank 0 log: saw KV cache dtype auto; expected "
+                                                    r"KV cache dtype fp8 \(serving.expect_engine.kv_cache_dtype\)\n"
+                                                    r"  fix: start vLLM with --kv-cache-dtype fp8",
+    },
     "api-key-required": {
         f"{SV}/test_api.py::test_api_key": rf"\[api-key\] {A} .*: saw GET /v1/models -> 401 .* with no key \(GB10CHECK_API_KEY is "
                                            r"not set\).*\n  fix: the server requires an API key: export it in GB10CHECK_API_KEY",
@@ -63,9 +69,16 @@ EXPECTED: dict[str, dict[str, str]] = {
 # flag changes what a reply carries, not how fast it comes: the parser-off runs leave out the two measurements (the
 # healthy and the throttled runs hold them), half of each run.
 NOT_SPEED = "not test_decode_throughput and not test_concurrency"
+# The engine's scenario changes what the engine runs, not what it answers: its run asks for the engine check and two
+# quick ones.
 ONLY = {"server-throttled": "test_decode_throughput or test_health or test_model_registered",
-        "reasoning-parser-off": NOT_SPEED, "tool-parser-off": NOT_SPEED}
-SELECTED = {"server-throttled": 3, "reasoning-parser-off": 11, "tool-parser-off": 11}  # of the 13 serving checks
+        "reasoning-parser-off": NOT_SPEED, "tool-parser-off": NOT_SPEED,
+        "engine-unexpected": "test_engine_config or test_health or test_model_registered"}
+SELECTED = {"server-throttled": 3, "reasoning-parser-off": 12, "tool-parser-off": 12,
+            "engine-unexpected": 3}  # of the 14 serving checks
+# Warnings a scenario must show (in the run's warnings summary), besides its failures.
+WARNED = {"engine-unexpected": rf"\[engine-unknown-env\] {A} rank 0 log: saw vLLM warned: unknown environment variable "
+                               r"VLLM_MXFP4_BACKEND \(ignored\)"}
 SKIPPED_WHEN = {  # scenario -> reason every dependent check is skipped with
     "server-not-started": "is not serving: see test_health",
     "api-key-required": "refuses this client (401): see test_api_key",
@@ -76,6 +89,9 @@ SKIPPED_WHEN = {  # scenario -> reason every dependent check is skipped with
 def pair():
     require_provisioned_sim()
     path = control.up(2, quiet=True)
+    doc = yaml.safe_load(path.read_text())
+    doc.setdefault("serving", {})["log_command"] = serve.LOG_COMMAND  # this server runs outside docker: its log is a file
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     original = path.read_text()
 
     def fresh() -> Path:
@@ -97,7 +113,7 @@ def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch):
         serve.ensure(timeout_s=240)
     run = run_suite(bed, "-m", "serving", *(("-k", ONLY[name]) if name in ONLY else ()), timeout=900)
     results = run.results
-    assert len(results) == SELECTED.get(name, 13), sorted(results)
+    assert len(results) == SELECTED.get(name, 14), sorted(results)
     failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
     assert set(failed) == set(EXPECTED[name]), "\n".join(sorted(set(failed) ^ set(EXPECTED[name]))) + "\n" + run.stdout[-3000:]
     for test_id, pattern in EXPECTED[name].items():
@@ -107,6 +123,10 @@ def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch):
         assert skipped and all(SKIPPED_WHEN[name] in m for m in skipped.values()), skipped
     else:
         assert not skipped, skipped
+    if name in WARNED:
+        assert re.search(WARNED[name], run.stdout), run.stdout[-3000:]
+    else:
+        assert "[engine-" not in run.stdout, run.stdout[-3000:]  # no engine finding where none is expected
     if name == "healthy":
         assert re.search(r"decode_tok_s median\s+thinkstationpgx-30\s+\d+\.\d\d tok/s", run.stdout), run.stdout[-2000:]
 

@@ -14,6 +14,7 @@ from gb10check.deploy.run import DeployFailed, deploy
 from gb10check.remote import RemoteError
 from gb10check.watch import FULL_CHECK_S
 
+from .conftest import read_capture
 from .fake_openai import FakeLauncher, ScriptedClock
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,6 +72,87 @@ def test_deploy_no_new_milestone_is_a_stall_named_after_its_limit_not_before(tmp
     assert (f"startup stalled: no new milestone on any rank for 46 s ({A} at 'distributed_init', "
             f"{B} at 'distributed_init'); likely causes: a firewall dropping the master port 29501") in text
     assert sorted(launcher.stopped) == [(A, False), (B, False)]
+
+
+# ---- the deploy's startup phases (deploy/phases.py), on phase lines of real logs ------------------------------------
+
+GB10_LOG = "vllm_logs/vllm-gb10-single-node-startup-jethac-server.log"  # a GB10 0.20.1 start: compile and graph capture
+SIM_LOG = "ours/vllm_logs/sim-vllm-0.32.0-cpu-serve-tp1-eager.log"  # our sim's eager start: no compile, no capture
+
+
+def upto(name: str, marker: str) -> str:
+    """A real log up to its first line holding `marker`: a start that stopped there."""
+    lines = read_capture(name).split("\n")
+    end = next(i for i, line in enumerate(lines) if marker in line)
+    return "\n".join(lines[:end + 1]) + "\n"
+
+
+def budgets(**over) -> "Cluster":
+    expect = CLUSTER.expect.model_copy(update={"startup_phase_budgets_s": {**CLUSTER.expect.startup_phase_budgets_s, **over}})
+    return CLUSTER.model_copy(update={"expect": expect})
+
+
+def phase_deploy(cluster, clock, launcher, tmp_path, stall_s=45):
+    start = clock()
+    with pytest.raises(DeployFailed) as err:
+        deploy(cluster, launcher, tmp_path / "deployment.json", say=lambda m: None, stall_timeout_s=stall_s, clock=clock,
+               sleep=clock.sleep)
+    return str(err.value), clock() - start
+
+
+@pytest.mark.parametrize("name, marker, phase", [
+    (GB10_LOG, "non-default args", None),  # before the weights: the stall limit's time
+    (GB10_LOG, "Loading safetensors checkpoint shards:   0%", "weights"),
+    (GB10_LOG, "Model loading took", "compile"),
+    (GB10_LOG, "Dynamo bytecode", "compile"),
+    (GB10_LOG, "torch.compile took", "kv_cache"),
+    (GB10_LOG, "GPU KV cache size", "graph_capture"),
+    (GB10_LOG, "Graph capturing finished", "api"),
+    (GB10_LOG, "Application startup complete", None),
+    (SIM_LOG, "Loading weights took", "weights"),
+    (SIM_LOG, "KV cache size", "api"),  # eager: neither compile nor capture
+    ("ours/vllm_logs/sim-vllm-0.32.0-cpu-tp2-rank0.log", "KV cache size", "api"),
+])
+def test_the_phase_a_real_start_is_in(name, marker, phase):
+    from gb10check.deploy.phases import current
+    from gb10check.watch import read_log
+
+    assert current(read_log(upto(name, marker))) == phase
+
+
+def test_deploy_a_phase_longer_than_the_stall_limit_goes_on_within_its_budget_then_fails_named(tmp_path):
+    """Weights load for 100 s (past the 45 s stall limit: no new milestone meanwhile), then torch.compile hangs: the
+    deploy fails in compile once its budget (the cluster file's 60 s) has passed, naming the phase, the budget, its source."""
+    clock = ScriptedClock()
+    loading, compiling = upto(GB10_LOG, "Loading safetensors checkpoint shards:   0%"), upto(GB10_LOG, "Dynamo bytecode")
+    launcher = FakeLauncher(clock=clock, ranks=RANKS, log=lambda node, t: loading if t < 100 else compiling)
+    text, took = phase_deploy(budgets(compile=60), clock, launcher, tmp_path)
+    assert 100 + 60 < took <= 100 + 60 + FULL_CHECK_S + POLL, took  # not at 45 s (the stall limit), nor before the budget
+    assert text.startswith(f"startup stalled in phase 'compile' (torch.compile) on {A} (rank 0): 6") and \
+        "over its budget of 60 s (expect.startup_phase_budgets_s.compile in the cluster file); last milestone 'model_loaded'" \
+        in text and "likely causes: a cold torch.compile cache" in text
+    record = (tmp_path / "deployment.json").read_text()
+    assert '"weights": [\n   0.0,\n   100.' in record and '"compile": [\n   100.' in record
+
+
+def test_deploy_graph_capture_budget_comes_from_the_profile(tmp_path):
+    clock = ScriptedClock()
+    capturing = upto(GB10_LOG, "GPU KV cache size")  # past the KV cache: CUDA graph capture next (FULL_AND_PIECEWISE)
+    launcher = FakeLauncher(clock=clock, ranks=RANKS, log=lambda node, t: capturing)
+    text, took = phase_deploy(CLUSTER, clock, launcher, tmp_path)
+    limit = CLUSTER.expect.startup_phase_budgets_s["graph_capture"]  # 900 s, profile gb10
+    assert limit < took <= limit + FULL_CHECK_S + POLL, took
+    assert f"startup stalled in phase 'graph_capture' (CUDA graph capture) on {A} (rank 0)" in text
+    assert f"over its budget of {limit:g} s (expect.startup_phase_budgets_s.graph_capture of profile gb10)" in text
+
+
+def test_deploy_an_eager_start_skips_compile_and_capture(tmp_path):
+    """The sim's eager engine goes from its KV cache to the API: a stall there is the API's, not a graph capture's."""
+    clock = ScriptedClock()
+    launcher = FakeLauncher(clock=clock, ranks=RANKS, log=lambda node, t: upto(SIM_LOG, "KV cache size"))
+    text, took = phase_deploy(budgets(api=30), clock, launcher, tmp_path)
+    assert 30 < took <= 30 + FULL_CHECK_S + POLL, took
+    assert text.startswith(f"startup stalled in phase 'api' (the API server's start) on {A} (rank 0)")
 
 
 def test_deploy_a_follower_that_cannot_start_stops_rank0_without_waiting(tmp_path):

@@ -8,8 +8,9 @@ completion's or stream's facts from facts.vllm_api, client-side timings) and the
 import json
 import statistics
 
-from ..cluster import Deploy, Serving
-from ..facts.vllm_api import ChatCompletion, ParseError, ToolCall, parse_models
+from ..cluster import Deploy, ExpectEngine, Serving
+from ..facts.vllm_api import ChatCompletion, ParseError, ToolCall, parse_metrics_info, parse_models
+from ..facts.vllm_log import VllmLog
 from ..remedies import Code
 from ..serving import Reply, Timed
 from ..verdict import Finding
@@ -231,3 +232,121 @@ def judge_decode(where: str, runs: list[Timed], minimum: float) -> list[Finding]
         return [Finding(Code.DECODE_SLOW, where, f"decode {decode:.1f} tok/s (median of {len(rates)}; end-to-end {e2e:.1f} tok/s)",
                         f">= {minimum:g} tok/s (serving.min_decode_tok_s)")]
     return []
+
+
+# ---- the engine as it resolved ------------------------------------------------------------------------------------
+
+# serving.expect_engine field -> (what it is, how to ask vLLM for it)
+ENGINE_FIELDS = {
+    "attention_backend": ("attention backend", "start vLLM with --attention-backend {v} (VLLM_ATTENTION_BACKEND={v} before 0.11)"),
+    "moe_backend": ("MoE backend", "start vLLM with --moe-backend {v}"),
+    "linear_kernel": ("linear kernel", "serve a checkpoint and image whose quantization runs on {v} on this GPU "
+                                       "(--linear-backend on recent vLLM)"),
+    "kv_cache_dtype": ("KV cache dtype", "start vLLM with --kv-cache-dtype {v}"),
+    "cudagraph_mode": ("cudagraph mode", "start vLLM with -cc.cudagraph_mode={v} (underscore) and without --enforce-eager"),
+    "speculative": ("speculative decoding", "start vLLM with --speculative-config whose method is {v} (none: without it)"),
+    "quantization": ("quantization", "start vLLM with --quantization {v}, or serve a checkpoint quantized so"),
+}
+ASKED_FLAGS = {"kv_cache_dtype": "--kv-cache-dtype", "cudagraph_mode": "-cc.cudagraph_mode", "quantization": "--quantization",
+               "max_model_len": "--max-model-len", "enforce_eager": "--enforce-eager", "max_num_seqs": "--max-num-seqs"}
+
+
+def metrics_info(reply: Reply | None) -> dict:
+    """The /metrics info gauges, or {} when /metrics did not answer or holds none (the log says the rest)."""
+    if reply is None or reply.status != 200:
+        return {}
+    try:
+        return parse_metrics_info(reply.text)
+    except ParseError:
+        return {}
+
+
+def resolved_engine(log: VllmLog, info: dict) -> dict[str, list[str]]:
+    """serving.expect_engine field -> what the engine chose, first the served model's (a drafter's may follow)."""
+    e = log.engine
+    kv = e.kv_cache_dtype or info.get("cache_config_info", {}).get("cache_dtype")
+    one = lambda v: [v] if v is not None else []  # noqa: E731
+    return {"attention_backend": e.attention, "moe_backend": e.moe, "linear_kernel": e.linear, "kv_cache_dtype": one(kv),
+            "cudagraph_mode": one(e.cudagraph_mode), "speculative": one(e.speculative), "quantization": one(e.quantization)}
+
+
+def _same(a, b) -> bool:
+    """One value as vLLM writes it in different places: case aside, and fp8 is its default fp8 format (fp8_e4m3)."""
+    a, b = str(a).casefold(), str(b).casefold()
+    return a == b or {a, b} & {"fp8"} and (a.startswith("fp8_") or b.startswith("fp8_"))
+
+
+def judge_engine(where: str, log: VllmLog, info: dict, expect: ExpectEngine, deploy: Deploy, fallbacks: list[str],
+                 profile: str, command: str) -> list[Finding]:
+    """What the engine runs against what the cluster file expects (serving.expect_engine, deploy.max_num_seqs), what its
+    own `non-default args` asked, and the profile's fallback kernels; variables vLLM does not know, by name."""
+    e = log.engine
+    if not e.config_line:
+        return [Finding(Code.ENGINE_CONFIG, where, "no engine config line ('Initializing a V1 LLM engine (vX) with config: "
+                        "...') in rank 0's log", "the engine's resolved configuration", unchecked=True,
+                        how="read the whole log by hand", log=command)]
+    findings = []
+    resolved = resolved_engine(log, info)
+    for name, (what, how) in ENGINE_FIELDS.items():
+        wanted = getattr(expect, name)
+        if wanted is None:
+            continue
+        chose = resolved[name]
+        if not chose:
+            findings.append(Finding(Code.ENGINE_CONFIG, where, f"the log names no {what}",
+                                    f"{what} {wanted} (serving.expect_engine.{name})", unchecked=True,
+                                    how=how.format(v=wanted), log=command))
+        elif not _same(chose[0], wanted):
+            also = f" (then {', '.join(chose[1:])})" if len(chose) > 1 else ""
+            findings.append(Finding(Code.ENGINE_CONFIG, where, f"{what} {chose[0]}{also}",
+                                    f"{what} {wanted} (serving.expect_engine.{name})", how=how.format(v=wanted), log=command))
+    if e.max_num_seqs is None:
+        findings.append(Finding(Code.ENGINE_CONFIG, where, "the log states no max_num_seqs (neither asked nor in the config line)",
+                                f"max_num_seqs {deploy.max_num_seqs} (deploy.max_num_seqs)", unchecked=True,
+                                how=f"start vLLM with --max-num-seqs {deploy.max_num_seqs}", log=command))
+    elif e.max_num_seqs != deploy.max_num_seqs:
+        findings.append(Finding(Code.ENGINE_CONFIG, where, f"max_num_seqs {e.max_num_seqs}",
+                                f"max_num_seqs {deploy.max_num_seqs} (deploy.max_num_seqs)",
+                                how=f"start vLLM with --max-num-seqs {deploy.max_num_seqs}", log=command))
+    engine_has = {"kv_cache_dtype": e.kv_cache_dtype, "cudagraph_mode": e.cudagraph_mode, "quantization": e.quantization,
+                  "max_model_len": log.max_model_len, "enforce_eager": e.enforce_eager}
+    for key, asked in e.asked.items():
+        got = engine_has.get(key)
+        if got is None or _same(asked, got) or (key == "cudagraph_mode" and e.enforce_eager):
+            continue  # eager turns CUDA graphs off, and vLLM says so
+        arg = f"{ASKED_FLAGS[key]} {asked}"
+        findings.append(Finding(Code.ENGINE_ARG_IGNORED, where, f"asked {key} {asked} (non-default args); the engine resolved {got}",
+                                f"the engine runs what it was asked ({arg})", arg=arg, log=command))
+    # A kernel the cluster file names is judged above (meant, or failed there): its fallback is not said twice.
+    fell, kernels = [], []
+    for kind, chosen, named in (("MoE backend", e.moe, expect.moe_backend), ("linear kernel", e.linear, expect.linear_kernel)):
+        for k in chosen:
+            if _fallback(k, fallbacks) and named is None:
+                fell.append(f"{kind} {k}")
+                kernels.append(k)
+    if expect.moe_backend is None and expect.linear_kernel is None and _fallback("MARLIN", fallbacks):
+        for q in e.marlin_fallback:
+            fell.append(f"vLLM's warning: weights-only {q} through the Marlin kernel")
+            kernels.append("MARLIN")
+    if fell:
+        findings.append(Finding(Code.ENGINE_FALLBACK, where, "; ".join(fell),
+                                f"native kernels (profile {profile}: {', '.join(fallbacks)} are fallbacks)", warning=True,
+                                kernel=kernels[0], profile=profile, fallbacks=", ".join(fallbacks)))
+    for variable in e.unknown_env:
+        findings.append(Finding(Code.ENGINE_UNKNOWN_ENV, where, f"vLLM warned: unknown environment variable {variable} (ignored)",
+                                "only variables this vLLM reads", warning=True, variable=variable))
+    return findings
+
+
+def _fallback(kernel: str, fallbacks: list[str]) -> bool:
+    return any(f.casefold() in kernel.casefold() for f in fallbacks)
+
+
+def engine_summary(log: VllmLog, info: dict) -> str:
+    """One line of what the engine runs, for the run's output."""
+    r = resolved_engine(log, info)
+    shown = {"attention": r["attention_backend"], "MoE": r["moe_backend"], "linear": r["linear_kernel"],
+             "KV cache": r["kv_cache_dtype"], "cudagraph": r["cudagraph_mode"], "speculative": r["speculative"],
+             "quantization": r["quantization"]}
+    text = ", ".join(f"{k} {'/'.join(v) if v else 'not stated'}" for k, v in shown.items())
+    return f"vLLM {log.version or '?'}: {text}, max_model_len {log.max_model_len}, max_num_seqs {log.engine.max_num_seqs}"

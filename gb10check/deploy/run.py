@@ -10,8 +10,11 @@ memory wedges a GB10 instead of failing. So the watch does what the field report
     (the follower's collective_rpc assertion, the -cc hyphen, Gloo timeouts ...); the others are
     stopped too (TERM, then KILL: a hung rank 0 ignores TERM), because both must restart together;
   - logs, exits and /health are read every FULL_CHECK_S (2 s), whatever the memory poll;
-  - startup milestones (vllm_log) followed in order per rank; none new on any rank for
-    stall_timeout_s fails the deploy with the milestone each rank is stuck at and the likely causes;
+  - startup milestones (vllm_log) followed in order per rank; rank 0's startup phases (deploy/phases.py: weights,
+    compile, KV cache, graph capture, API) timed each on the watch's clock: a phase longer than its budget
+    (expect.startup_phase_budgets_s, from the profile) fails the deploy with its name, its budget and that budget's
+    source, and its likely causes. Before the first phase (process start, rendezvous) and from the first answer on,
+    no new milestone on any rank for stall_timeout_s fails the deploy with the milestone each rank is stuck at;
   - done when rank 0 logs "Application startup complete", /health answers and a first one-token completion
     comes back (`FirstAnswer`): /health is the API server alone, the first request is the first collective of
     every rank (a pair that hangs there looks healthy until a user asks), and its one-time start-up cost
@@ -38,6 +41,7 @@ from ..errors import line
 from ..remote import RemoteError
 from ..serving import Api, ApiUnreachable, api_of
 from ..watch import FULL_CHECK_S, MemoryWatchdog, exited, read_log, stop_every_rank
+from . import phases as startup_phases
 from . import ray as ray_flow
 from .launch import ComposeLauncher, DeployFailed
 from .ray import RayLauncher
@@ -56,6 +60,7 @@ class Record:
     started: float = field(default_factory=time.time)
     stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds since start
     milestones: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> milestone -> seconds
+    phases: dict[str, list[float]] = field(default_factory=dict)  # rank 0's phase -> [began, ended] seconds (ended: None)
     outcome: str = "running"
     reason: str = ""
 
@@ -166,6 +171,7 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
     watchdog = MemoryWatchdog(launcher, order, wd.min_mem_available, clock=clock)
     last_full = float("-inf")
     first: FirstAnswer | None = None
+    phase, phase_since = None, clock()  # rank 0's startup phase and when the watch saw it begin
     while True:
         crossing = watchdog.check()
         if crossing is not None:
@@ -191,6 +197,21 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
                 tail = "\n".join(gone.last_lines)
                 fail(f"{launcher.describe(n)} exited with code {gone.code} during startup{known}\nlast log lines:\n{tail}",
                      kill=False)
+        now = startup_phases.current(logs[order[0]])
+        if now != phase:
+            if phase is not None:
+                rec.phases[phase][1] = round(clock() - t0, 1)
+            if now is not None:
+                rec.phases[now] = [round(clock() - t0, 1), None]
+                say(f"  {clock() - t0:6.1f} s  {order[0]}: phase {now} ({startup_phases.WHAT[now]})")
+            phase, phase_since = now, clock()
+        if phase is not None:
+            limit, source = startup_phases.budget(cluster, phase)
+            took = clock() - phase_since
+            if took > limit:
+                fail(f"startup stalled in phase '{phase}' ({startup_phases.WHAT[phase]}) on {launcher.describe(order[0])}: "
+                     f"{took:.0f} s in it, over its budget of {limit:g} s ({source}); last milestone "
+                     f"'{logs[order[0]].last_milestone}'; likely causes: {startup_phases.LIKELY[phase]}", kill=False)
         if logs[order[0]].startup_complete and first is None:  # the log just recorded: its milestones are all in rec
             try:
                 healthy = api.get("/health", root=True, timeout_s=3).status == 200
@@ -218,7 +239,7 @@ def _start_and_watch(cluster, launcher, rec, order, mark, fail, stop_all, say, s
             fail(f"startup stalled: {url} answers but a first one-token completion got no answer in {stuck:.0f} s; "
                  "likely causes: a rank hung at its first collective (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME naming the "
                  "wrong interface, a firewall dropping the NCCL ports between nodes); read every rank's log", kill=False)
-        if stuck > stall or clock() - t0 > ready_timeout_s:
+        if (stuck > stall and phase is None) or clock() - t0 > ready_timeout_s:  # in a phase: its own budget
             where = ", ".join(f"{n} at '{(read_log(launcher.log(n)).last_milestone or 'no milestone')}'" for n in order)
             likely = LIKELY_STALL_RAY.format(head=order[0]) if cluster.uses_ray else LIKELY_STALL.format(port=d.master_port)
             fail(f"startup stalled: no new milestone on any rank for {stuck:.0f} s ({where}); likely causes: " + likely, kill=False)

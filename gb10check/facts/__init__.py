@@ -50,6 +50,7 @@ KINDS: dict[str, Kind] = {
     "vllm_chat": Kind(vllm_api.parse_chat, "POST /v1/chat/completions body"),
     "vllm_sse": Kind(vllm_api.parse_sse, "POST /v1/chat/completions stream=true (SSE)"),
     "vllm_error": Kind(vllm_api.parse_error, "vLLM / FastAPI error body"),
+    "vllm_metrics_info": Kind(vllm_api.parse_metrics_info, "GET /metrics (Prometheus text): the vllm:*_info gauges"),
     "docker_inspect": Kind(docker.parse_container, "docker inspect CONTAINER"),
     "docker_health": Kind(docker.parse_health, "docker inspect --format '{{json .State.Health}}'"),
     "docker_image_inspect": Kind(docker.parse_image, "docker image inspect IMAGE"),

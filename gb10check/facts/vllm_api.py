@@ -555,3 +555,25 @@ def _code(value) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     return int(value) if isinstance(value, str) and re.fullmatch(r"\d+", value) else None
+
+
+# ---- GET /metrics: the engine's *_info gauges (Prometheus text) ---------------------------------------------------
+
+METRIC_INFO = re.compile(r'^vllm:(?P<name>\w+_info)\{(?P<labels>.*)\}\s+\S+\s*$')
+LABEL = re.compile(r'(?P<k>\w+)="(?P<v>(?:[^"\\]|\\.)*)"')
+
+
+@parser
+def parse_metrics_info(text: str) -> dict[str, dict[str, str]]:
+    """The `vllm:*_info` gauges of a /metrics body: {"cache_config_info": {"cache_dtype": "auto", ...}}; the first
+    sample of each (one engine's). A body without any is refused (the judge then reads the log alone)."""
+    info: dict[str, dict[str, str]] = {}
+    samples = 0
+    for line in text.splitlines():
+        samples += line.startswith("vllm:")
+        if (m := METRIC_INFO.match(line.strip())) and m["name"] not in info:
+            info[m["name"]] = {k: v for k, v in LABEL.findall(m["labels"])}
+    declared = set(re.findall(r"^# TYPE vllm:(\w+_info) ", text, re.M))
+    if not samples or not info or declared - set(info):  # none, or a body cut between a gauge's TYPE and its sample
+        raise ParseError("vllm_metrics_info", "a Prometheus /metrics body with its vllm:*_info gauges' samples", text)
+    return info

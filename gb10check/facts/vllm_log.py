@@ -11,6 +11,9 @@ What varies across releases and captures, and is read here:
     its line (milestones are found across the break, and `lines` counts log lines, not fragments);
   - phrasings: `Model loading took X GiB memory and N seconds` / `X GiB and N seconds` / `Loading model weights
     took X GB` (0.4-0.6, the number is GiB), `GPU KV cache size: 147,152 tokens` / `# GPU blocks: N` (V0).
+The resolved engine (`engine`, an `Engine`): what the engine's own lines say it runs (attention, MoE and linear
+kernels, KV cache dtype, compile and CUDA graph modes, speculative decoding, quantization, max_num_seqs), what the
+`non-default args` line asked for, and the variables vLLM warned it does not know (and so ignored).
 Errors are named with a hint. `errors` are what stops or kills the engine; request-time errors (a prompt
 too long, a bad request) leave the server serving and are kept apart in `request_errors`.
 """
@@ -59,6 +62,14 @@ MILESTONES = [
     ("graph_capture", re.compile(r"Graph capturing finished in (?P<seconds>[\d.]+) secs?(?:, took (?P<gib>[\d.]+) GiB)?")),
     ("api_server", re.compile(r"Starting vLLM (?:API )?server(?: \d+)? on (?P<url>\S+)|Uvicorn running on (?P<uvicorn_url>\S+)")),
     ("startup_complete", re.compile(r"Application startup complete")),
+]
+
+# Lines that open or close a startup phase without being a milestone of their own (deploy/phases.py reads both):
+# torch.compile's first line and its total (absent when the engine runs eager), and CUDA graph capture's first line.
+MARKS = [
+    ("compile", re.compile(r"Dynamo bytecode transform time|for vLLM's torch\.compile|Compiling a graph for")),
+    ("compiled", re.compile(r"torch\.compile take?s? (?P<seconds>[\d.]+) ?s in total|torch\.compile took (?P<took>[\d.]+) ?s")),
+    ("capturing", re.compile(r"Capturing (?:CUDA graphs?|cudagraphs)")),
 ]
 
 GENERIC = ("engine_core_failed", "worker_died")  # say that the engine died; the cause is another error
@@ -164,6 +175,35 @@ ARGS = {
     "max_model_len": re.compile(r"non-default args: \{.*?'max_model_len': (?P<v>\d+)\b|"
                                 r"\bargs: Namespace\(.*?\bmax_model_len=(?P<w>\d+)"),
 }
+# The engine's choices, line by line (0.6-0.8 name attention backends in words, 0.9+ in capitals).
+ATTENTION = re.compile(r"Using (?:AttentionBackendEnum\.)?(?P<b>[A-Z][A-Z0-9_]+) (?:attention )?backend\b|"
+                       r"Using (?P<w>Flash Attention|FlashInfer|XFormers|Torch SDPA|FlexAttention|Triton) backend\b")
+ATTENTION_WORDS = {"Flash Attention": "FLASH_ATTN", "FlashInfer": "FLASHINFER", "XFormers": "XFORMERS", "Torch SDPA": "TORCH_SDPA",
+                   "FlexAttention": "FLEX_ATTENTION", "Triton": "TRITON_ATTN"}
+MOE = re.compile(r"Using '?(?P<b>[A-Z][A-Z0-9_]+)'? (?:\w+ )?MoE backend")  # "Using 'VLLM_CUTLASS' NvFp4 MoE backend out of ..."
+LINEAR = re.compile(r"(?:Selected|Using) (?P<k>\w*LinearKernel)\b")
+MARLIN_FALLBACK = re.compile(r"Weight-only (?P<q>\w+) compression will be used leveraging the Marlin kernel")
+UNKNOWN_ENV = re.compile(r"Unknown vLLM environment variable detected: (?P<v>[A-Za-z_][A-Za-z0-9_]*)")
+KV_DTYPE_LINE = re.compile(r"Using (?P<v>\w+) data type to store kv cache")
+# In the engine's config line (resolved) and in `non-default args` (asked); values as Python prints them.
+RESOLVED = {
+    "kv_cache_dtype": re.compile(r"\bkv_cache_dtype=(?P<v>[\w.]+)"),
+    "quantization": re.compile(r"\bquantization=(?P<v>[\w.-]+)"),
+    "enforce_eager": re.compile(r"\benforce_eager=(?P<v>True|False)"),
+    "cudagraph_mode": re.compile(r"'cudagraph_mode': (?:<CUDAGraphMode\.(?P<v>\w+)|'(?P<w>\w+)')"),
+    "compile_mode": re.compile(r"'mode': (?:<CompilationMode\.(?P<v>\w+)|(?P<w>\d))|'level': (?P<x>\d)"),
+    "speculative": re.compile(r"\bspeculative_config=(?:(?P<v>None)|SpeculativeConfig\((?:method='(?P<w>[\w-]+)')?)"),
+    "max_num_seqs": re.compile(r"\bmax_num_seqs=(?P<v>\d+)"),
+}
+ASKED = {
+    "kv_cache_dtype": re.compile(r"'kv_cache_dtype': '(?P<v>[\w.]+)'"),
+    "quantization": re.compile(r"'quantization': '(?P<v>[\w.-]+)'"),
+    "enforce_eager": re.compile(r"'enforce_eager': (?P<v>True|False)"),
+    "cudagraph_mode": RESOLVED["cudagraph_mode"],
+    "max_num_seqs": re.compile(r"'max_num_seqs': (?P<v>\d+)"),
+    "max_model_len": re.compile(r"'max_model_len': (?P<v>\d+)"),
+}
+COMPILE_LEVELS = {"0": "NONE", "1": "STOCK_TORCH_COMPILE", "2": "DYNAMO_TRACE_ONCE", "3": "VLLM_COMPILE"}
 MAX_CONCURRENCY = re.compile(r"Maximum concurrency for (?P<tokens>[\d,]+) tokens per request: (?P<x>[\d.]+)x")
 
 
@@ -186,6 +226,69 @@ class LogError:
 
 
 @dataclass
+class Engine:
+    """What the engine runs, as its own lines say (None / empty: the log does not say)."""
+    attention: list[str] = field(default_factory=list)  # backends chosen, in order (a drafter may add another)
+    moe: list[str] = field(default_factory=list)  # MoE backends chosen ("VLLM_CUTLASS", "MARLIN" ...)
+    linear: list[str] = field(default_factory=list)  # linear (GEMM) kernels chosen ("MarlinLinearKernel" ...)
+    marlin_fallback: list[str] = field(default_factory=list)  # "FP4", "FP8": weights-only through Marlin, vLLM's warning
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None  # "None" when the config line says so
+    enforce_eager: bool | None = None
+    cudagraph_mode: str | None = None  # "NONE", "PIECEWISE", "FULL_AND_PIECEWISE" ...
+    compile_mode: str | None = None  # "NONE", "VLLM_COMPILE" ...
+    speculative: str | None = None  # "none", a method ("mtp", "eagle3", "dflash"), or "draft" (a draft model, no method)
+    max_num_seqs: int | None = None
+    unknown_env: list[str] = field(default_factory=list)  # variables vLLM warned it does not know (ignored)
+    asked: dict = field(default_factory=dict)  # what `non-default args` asked: kv_cache_dtype, cudagraph_mode ...
+    config_line: bool = False  # the engine's config line was read
+
+
+def _first(m: re.Match) -> str | None:
+    return next((v for v in m.groups() if v is not None), None)
+
+
+def _engine_line(engine: Engine, line: str) -> None:
+    """One record's contribution to what the engine resolved."""
+    if (m := ATTENTION.search(line)) and "MoE" not in line:
+        name = m["b"] or ATTENTION_WORDS[m["w"]]
+        if name not in engine.attention:
+            engine.attention.append(name)
+    if (m := MOE.search(line)) and m["b"] not in engine.moe:
+        engine.moe.append(m["b"])
+    if (m := LINEAR.search(line)) and m["k"] not in engine.linear:
+        engine.linear.append(m["k"])
+    if (m := MARLIN_FALLBACK.search(line)) and m["q"] not in engine.marlin_fallback:
+        engine.marlin_fallback.append(m["q"])
+    if (m := UNKNOWN_ENV.search(line)) and m["v"] not in engine.unknown_env:
+        engine.unknown_env.append(m["v"])
+    if (m := KV_DTYPE_LINE.search(line)) and engine.kv_cache_dtype in (None, "auto"):
+        engine.kv_cache_dtype = m["v"]
+    if "non-default args:" in line:
+        for key, pattern in ASKED.items():
+            if (m := pattern.search(line)):
+                engine.asked[key] = _first(m)
+    elif "with config:" in line and not engine.config_line:
+        engine.config_line = True
+        for key, pattern in RESOLVED.items():
+            if not (m := pattern.search(line)):
+                continue
+            value = _first(m)
+            if key == "enforce_eager":
+                engine.enforce_eager = value == "True"
+            elif key == "max_num_seqs":
+                engine.max_num_seqs = int(value)
+            elif key == "compile_mode":
+                engine.compile_mode = COMPILE_LEVELS.get(value, value)
+            elif key == "speculative":
+                engine.speculative = "none" if m["v"] else (m["w"] or "draft")
+            elif key == "kv_cache_dtype" and engine.kv_cache_dtype not in (None, "auto"):
+                continue  # the dtype line said more than "auto"
+            else:
+                setattr(engine, key, value)
+
+
+@dataclass
 class VllmLog:
     milestones: list[Milestone] = field(default_factory=list)
     errors: list[LogError] = field(default_factory=list)  # what stops the start or kills the engine
@@ -203,6 +306,8 @@ class VllmLog:
     startup_complete: bool = False
     startup_failed: bool = False  # the engine said it failed to start
     wrapped_at: int | None = None  # the column the text was hard-wrapped at, if it was
+    engine: Engine = field(default_factory=Engine)
+    marks: list[Milestone] = field(default_factory=list)  # MARKS seen, in order (first of each)
 
     @property
     def last_milestone(self) -> str | None:
@@ -324,6 +429,12 @@ def parse(text: str) -> VllmLog:
             if key not in from_args and (m := pattern.search(line)):
                 value = next(v for v in m.groups() if v is not None)
                 from_args[key] = value if key == "model" else int(value)
+        _engine_line(log.engine, line)
+        for name, pattern in MARKS:
+            if name not in seen and (m := pattern.search(line)):
+                seen.add(name)
+                t_s = (_stamp(last_time) - first).total_seconds() if (last_time and first) else None
+                log.marks.append(Milestone(name, n, last_time, t_s, {k: v for k, v in m.groupdict().items() if v is not None}))
         if (m := MAX_CONCURRENCY.search(line)) and log.max_concurrency is None:
             log.max_concurrency = float(m["x"])
         if level in ("INFO", "DEBUG"):
@@ -340,6 +451,8 @@ def parse(text: str) -> VllmLog:
     for key, value in from_args.items():
         if getattr(log, key) is None:
             setattr(log, key, value)
+    if log.engine.max_num_seqs is None and "max_num_seqs" in log.engine.asked:
+        log.engine.max_num_seqs = int(log.engine.asked["max_num_seqs"])  # asked and not contradicted: the config line omits it
     log.lines = len(records)
     if not records:
         raise ParseError("vllm_log", "vLLM server log lines", text)

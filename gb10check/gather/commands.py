@@ -206,3 +206,14 @@ def nccl_conf_image(image: str, extra_volumes: list[str]) -> str:
     volumes = "".join(f" -v {shlex.quote(v)}" for v in extra_volumes)
     return (f"docker run --rm --pull never --entrypoint /bin/sh{volumes} {shlex.quote(image)} -c "
             f"{shlex.quote(NCCL_CONF_IMAGE)}")
+
+
+SERVER_LOG_BYTES = 4_000_000  # the start comes first: a long-running server's request lines are cut off, not read
+
+
+def server_log(cluster: Cluster) -> str:
+    """Rank 0's vLLM log as the serving stage reads it: serving.log_command, or `docker logs` of the deployment's
+    container (the Ray head's with deploy.executor: ray), its first SERVER_LOG_BYTES."""
+    command = cluster.serving.log_command or \
+        f"docker logs {compose.RAY_CONTAINER_NAME if cluster.uses_ray else compose.CONTAINER_NAME} 2>&1"
+    return f"{{ {command}; }} | head -c {SERVER_LOG_BYTES}"

@@ -205,6 +205,8 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
        lambda cl, n, a: programs.program(cl, "memory")[0], programs.program_json, ok_exits=ANY_EXIT, empty_ok=True,
        needs=canary_needs, timeout=lambda cl: programs.canary_timeout(cl, "memory"),
        shown=lambda cl: programs.program(cl, "memory")[1]),
+    # Rank 0's server log (read on the head): the engine as it resolved (test_engine_config).
+    _f("server_log", "rank 0's vLLM server log", lambda cl, n, a: c.server_log(cl), r.parser("vllm_log"), parse_kind="vllm_log"),
     _f("ray_version", "Ray in the deployment image",
        lambda cl, n, a: c.ray_version(cl.deploy.image, cl.deploy.extra_volumes), lambda out: facts.parse("ray_version", out.stdout + (out.stderr if out.rc else "")), ok_exits=ANY_EXIT,
        needs=("image_present",), parse_kind="ray_version", when=lambda cl: cl.uses_ray),

@@ -391,6 +391,12 @@ SCENARIOS = {s.name: s for s in [
     Scenario("api-key-required", "the head's vLLM requires an API key; the runner has none in GB10CHECK_API_KEY",
              (Step(0, serve={"api_key": True}),),
              proves=("test_api_key:api-key",)),
+    Scenario("engine-unexpected", "the head's vLLM has VLLM_MXFP4_BACKEND=CUTLASS in its environment (a variable vLLM 0.32 "
+             "does not know: it warns and ignores it), and the cluster file expects an fp8 KV cache where the engine "
+             "resolves auto",
+             (Step(0, serve={"env": {"VLLM_MXFP4_BACKEND": "CUTLASS"}},
+                   cluster={"serving": {"expect_engine": {"kv_cache_dtype": "fp8"}}}),),
+             proves=("test_engine_config:engine-config", "test_engine_config:engine-unknown-env")),
     # The Ray path (deploy.executor: ray; `gb10check sim up --executor ray`): NVIDIA's two-node playbook's own failures.
     Scenario("ray-worker-mgmt-address", "rank 1: its Ray worker started with its management (LAN) address (198.18.0.11) as "
              "--node-ip-address (VLLM_HOST_IP in its .env), its LAN allowed by ufw as on a home network: it joins, at the "

@@ -3,7 +3,8 @@
 It runs inside the head node (its network, mount, PID and UTS namespaces) as a container would:
 `vllm serve MODEL` with the deployment's own arguments (compose.serve_args, the same place the
 compose file takes them from), one node, TP=1, the model resolved offline from the node's HF cache.
-Its log is kept on the runner's side (state dir, vllm.log) so a failed start can show it.
+Its log is written inside the head node (NODE_LOG), where the serving stage reads it as it reads a server run outside
+docker (serving.log_command: `cat NODE_LOG`); a failed start shows its tail.
 
 Serving faults are options of the start, recorded in serve.json:
   drop: flags removed (with their value), e.g. ["--reasoning-parser"]
@@ -11,6 +12,7 @@ Serving faults are options of the start, recorded in serve.json:
   cpu_quota: cores the server may use (a cgroup CPU quota: a throttled machine)
   api_key: true: the server requires a key (VLLM_API_KEY, random, kept mode 600 in the state dir)
   stopped: true: no server at all
+  env: {VARIABLE: value} more in the server's environment (a variable this vLLM does not know)
 """
 
 import json
@@ -43,8 +45,14 @@ def record_path() -> Path:
     return control.state_dir() / "serve.json"
 
 
+NODE_LOG = "/var/log/gb10check-vllm.log"  # inside the head node
+LOG_COMMAND = f"cat {NODE_LOG}"  # serving.log_command of a cluster file judged against this server
+
+
 def log_path() -> Path:
-    return control.state_dir() / "vllm.log"
+    """The server's log, seen from the runner: the head node's NODE_LOG through its init's root."""
+    cluster = load_cluster(control.state_dir() / "cluster.yaml")
+    return Path(f"/proc/{control.pid_of(cluster.head.name)}/root{NODE_LOG}")
 
 
 def key_path() -> Path:
@@ -129,6 +137,7 @@ def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: N
     # otherwise: one more Python start importing torch and vLLM, 10-14 s of the ~40 s start on this box).
     env = {"HF_HOME": cluster.deploy.hf_cache, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
            "VLLM_CPU_OMP_THREADS_BIND": "0", "PYTHONUNBUFFERED": "1", "HOME": "/root", "PATH": "/usr/bin:/bin"}
+    env.update(options.get("env", {}))
     if options.get("api_key"):
         key_path().write_text(secrets.token_hex(16))
         key_path().chmod(0o600)
@@ -176,7 +185,8 @@ def ensure(options: dict | None = None, timeout_s: float = 300, say=lambda msg: 
         rec = {}
     cluster = load_cluster(control.state_dir() / "cluster.yaml")
     same = (not options.get("stopped") and rec.get("argv") == argv_for(cluster, options)[1:]
-            and bool(rec.get("options", {}).get("api_key")) == bool(options.get("api_key")))
+            and bool(rec.get("options", {}).get("api_key")) == bool(options.get("api_key"))
+            and rec.get("options", {}).get("env", {}) == options.get("env", {}))
     pgid = rec.get("pgid")
     if not same or not pgid or not _alive(pgid) or "ready_s" not in rec or not _answers(api_of(cluster)):
         return start(options, timeout_s=timeout_s, say=say)
@@ -232,6 +242,6 @@ def throttle(pgid: int, cores: float) -> None:
 def tail_log(lines: int = 20) -> str:
     try:
         text = log_path().read_text(errors="replace")
-    except OSError:
+    except (OSError, control.SimError):
         return "(no log)"
     return "\n".join(text.rstrip().splitlines()[-lines:])

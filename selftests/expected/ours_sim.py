@@ -134,6 +134,10 @@ EXPECTED = {
         }),
     "ours/vllm_logs/sim-vllm-0.32.0-cpu-tp2-rank0.log": (
         "vllm_log", {
+            # the compose file asks -cc.cudagraph_mode=FULL_DECODE_ONLY; --enforce-eager makes it NONE (vLLM says so)
+            "engine.asked.cudagraph_mode": "FULL_DECODE_ONLY",
+            "engine.cudagraph_mode": "NONE",
+            "engine.max_num_seqs": 4,
             "version": "0.32.0",
             "tensor_parallel_size": 2,
             "max_model_len": 8192,
@@ -159,6 +163,36 @@ EXPECTED = {
             "startup_complete": False,
             "startup_failed": False,
             "#errors": 0,
+        }),
+    "ours/vllm_logs/sim-vllm-0.32.0-cpu-serve-tp1-eager.log": (
+        "vllm_log", {
+            "version": "0.32.0",
+            "startup_complete": True,
+            "#errors": 0,
+            "engine.attention": [],  # the CPU build names no attention backend
+            "engine.kv_cache_dtype": "auto",
+            "engine.enforce_eager": True,
+            "engine.cudagraph_mode": "NONE",
+            "engine.compile_mode": "NONE",
+            "engine.speculative": "none",
+            "engine.max_num_seqs": 4,
+            "engine.unknown_env": [],
+            "engine.asked.enforce_eager": "True",
+            "#marks": 0,  # eager: no compile, no capture
+        }),
+    "ours/vllm_logs/sim-vllm-0.32.0-cpu-serve-unknown-env-VLLM_MXFP4_BACKEND.log": (
+        "vllm_log", {
+            "version": "0.32.0",
+            "startup_complete": True,
+            "#errors": 0,  # a warning, not an error: the server starts and serves
+            "engine.unknown_env": ["VLLM_MXFP4_BACKEND"],
+            "engine.kv_cache_dtype": "auto",
+        }),
+    "ours/vllm_api/sim-metrics-vllm-0.32.0-cpu.txt": (
+        "vllm_metrics_info", {
+            "cache_config_info.cache_dtype": "auto",
+            "cache_config_info.num_gpu_blocks": "273",
+            "cache_config_info.block_size": "128",
         }),
     "ours/vllm_api/sim-v1-models.json": (
         "vllm_models", {

@@ -3,6 +3,21 @@
 EXPECTED = {
     "vllm_logs/vllm-gb10-single-node-startup-jethac-server.log": (
         "vllm_log", {
+            # the engine as it resolved: two attention backends (the drafter's is the second), an NvFp4 MoE on CUTLASS
+            "engine.attention": ["TRITON_ATTN", "FLASH_ATTN"],
+            "engine.moe": ["VLLM_CUTLASS"],
+            "engine.linear": ["FlashInferCutlassNvFp4LinearKernel"],
+            "engine.marlin_fallback": [],
+            "engine.kv_cache_dtype": "auto",
+            "engine.quantization": "compressed-tensors",
+            "engine.cudagraph_mode": "FULL_AND_PIECEWISE",
+            "engine.compile_mode": "VLLM_COMPILE",
+            "engine.speculative": "dflash",
+            "engine.enforce_eager": False,
+            "marks.0.name": "compile",
+            "marks.1.name": "compiled",
+            "marks.1.values.took": "32.60",
+            "marks.2.name": "capturing",
             "lines": 218,
             "version": "0.20.1",
             "model": "/models/target",
@@ -77,6 +92,10 @@ EXPECTED = {
             "lines": 5,  # 11 physical lines: the engine line was wrapped into 7
             "wrapped_at": 162,
             "version": "0.5.4",
+            "engine.kv_cache_dtype": "auto",  # read across the wrapped engine line
+            "engine.enforce_eager": True,
+            "engine.cudagraph_mode": None,  # 0.5 has no compilation config
+            "engine.speculative": "none",
             "nccl_version": "2.20.5",
             "model": "/leonardo_scratch/large/userexternal/gpuccett/models/hf_llama/llama-3.1-405b-instruct-hf",
             "tensor_parallel_size": 16,
@@ -98,6 +117,13 @@ EXPECTED = {
             # 110 lines in the file; read_capture (Path.read_text) turns the progress bars' lone CRs into newlines
             "lines": 110,  # lone CRs (progress bars) redraw a line: 110 log lines, as the file has
             "version": "0.1.dev1+gda1daf40b",
+            "engine.attention": ["TRITON_ATTN"],
+            "engine.moe": [],
+            "engine.speculative": "none",
+            "engine.quantization": "None",
+            "engine.cudagraph_mode": "FULL_AND_PIECEWISE",
+            "engine.max_num_seqs": None,  # neither asked nor in the config line: vLLM's default, not stated
+            "#marks": 3,
             "model": "google/gemma-4-12B-it",
             "max_model_len": 8192,
             "model_gib": 22.83,
