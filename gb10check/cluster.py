@@ -238,6 +238,7 @@ class Expect(Strict):
     min_tflops: float = Field(ge=0)
     min_sm_clock_mhz: float = Field(ge=0)  # median SM clock of the samples under load
     max_compute_spread: float = Field(ge=0, lt=1)  # a node slower than the fastest by more than this fails
+    max_drop_from_baseline: float = Field(gt=0, lt=1)  # a figure this much worse than its history's median warns
     compute_seconds: float = Field(gt=0, le=300)  # how long the timing program multiplies on each node
     ib_write_bw_duration_s: int = Field(ge=1, le=60)  # -D of each ib_write_bw run (one link at a time)
     # The PCIe link each ConnectX-7 function must negotiate (lspci LnkSta); null: what the function says it can do (LnkCap).
