@@ -280,3 +280,20 @@ def test_a_bad_history_file_stops_the_suite_in_one_line(tmp_path):
                     "one is made in its place), or choose another with --history PATH or GB10CHECK_HISTORY (`off`: record "
                     "nothing)"]
     assert bad.read_text() == "garbage " * 100
+
+
+def test_the_report_leads_with_the_changes_and_draws_each_trend():
+    from gb10check import report
+
+    past = history.Against(last_green=4, last_green_at=1000.0, changes=[trends.Change(B, "kernel", "a", "b")],
+                           trends=[("ib_write_bw", LINK, "Gb/s", [109.0, 108.0, 95.0], 108.5)])
+    run = report.Run("pair", outcomes={"t::x": "failed"}, messages={"t::x": "boom"}, versions={B: {"kernel": "b"}}, past=past,
+                     measured=[("ib_write_bw", LINK, 95.0, "Gb/s")])
+    md = report.markdown(run)
+    assert md.index("## Since the last green run (#4, ") < md.index("## Causes") and f"- {B}: kernel a -> b" in md
+    assert f"| ib_write_bw | {LINK} | █▇▁ | 109 108 95 Gb/s | 108.5 |" in md
+    page = report.page(run)
+    assert page.index("Since the last green run (#4") < page.index("<h2>Causes") and "<polyline" in page
+    assert report.data(run)["since_last_green"] == {"run": 4, "changes": [{"node": B, "what": "kernel", "before": "a",
+                                                                            "after": "b"}]}
+    assert "Since the last green" not in report.markdown(report.Run("pair", outcomes={"t::x": "passed"}))
