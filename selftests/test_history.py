@@ -215,8 +215,7 @@ def writer(tmp_path: Path, path: Path, mode: str, runs: int) -> subprocess.Popen
 
 
 def test_two_concurrent_writers_lose_nothing(tmp_path):
-    path = tmp_path / "h.sqlite"
-    history.History.open(path).close()
+    path = tmp_path / "h.sqlite"  # made by whichever comes first; the other waits, then finds the schema there
     procs = [writer(tmp_path, path, mode, 25) for mode in ("1", "2")]
     for p in procs:
         out, err = p.communicate(timeout=300)
