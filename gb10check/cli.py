@@ -220,6 +220,15 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "become the floors, each less the margin")
     p.add_argument("--margin", type=float, default=None, help="fraction under the slowest measured figure (default 0.15)")
     prof.set_defaults(func=cmd_profile)
+    p = sub.add_parser("history", help="the run history: list the runs (newest first), or `history show ID` for one run's "
+                                         "outcomes, findings, figures and versions")
+    p.add_argument("action", nargs="?", choices=("list", "show"), default="list", help="list (default) or show")
+    p.add_argument("run_id", nargs="?", type=int, metavar="ID", help="the run to show")
+    p.add_argument("--history", metavar="PATH", help="the history file (default: $GB10CHECK_HISTORY, else "
+                                                     "$XDG_DATA_HOME/gb10check/history.sqlite)")
+    p.add_argument("--cluster-name", metavar="NAME", help="only this cluster's runs")
+    p.add_argument("--limit", type=int, default=30, help="how many runs to list (default 30)")
+    p.set_defaults(func=cmd_history)
     sim = sub.add_parser("sim", help="the simulated GB10 cluster (root): up, down, status, apply, scenarios")
     simsub = sim.add_subparsers(dest="sim_command", required=True)
     p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
@@ -568,6 +577,53 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(f"gb10check sim: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    import time
+
+    from . import history, report
+
+    path = history.chosen(args.history)
+    if path is None:
+        raise UserError("the history is off (GB10CHECK_HISTORY=off); fix: name a file with --history PATH")
+    if not path.exists():
+        raise UserError(f"no history at {path}: no run recorded there yet; fix: run a stage (`gb10check check preflight`), "
+                        "or name the file with --history PATH")
+    store = history.History.open(path)
+    try:
+        if args.action == "list":
+            runs = store.runs(args.cluster_name, limit=args.limit)
+            for r in runs:
+                counts = ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
+                print(f"#{r.id:<5} {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r.started))}  {r.cluster:<20} "
+                      f"{'green ' if r.green else 'FAILED' if {'failed', 'error'} & set(r.counts) else 'not green'}  "
+                      f"{','.join(r.stages) or '-'}: {counts}")
+            if not runs:
+                print(f"no runs in {path}" + (f" for cluster {args.cluster_name}" if args.cluster_name else ""))
+            return 0
+        if args.run_id is None:
+            raise UserError("history show: which run? fix: `gb10check history show ID` (`gb10check history` lists them)")
+        r = store.show(args.run_id)
+        print(f"run #{r.id}: cluster {r.cluster} ({r.cluster_file}, sha256 {r.cluster_sha256[:12]}), "
+              f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r.started))} to "
+              f"{time.strftime('%H:%M:%S', time.localtime(r.finished))}, {'green' if r.green else 'not green'}")
+        print(f"stages: {', '.join(r.stages) or '-'} (full: {', '.join(r.complete_stages) or 'none'}); "
+              + ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items())))
+        for f in r.findings:
+            print(f"{f['severity']}: {report.finding_text(f).splitlines()[0]}  ({f['test'].split('::', 1)[-1]})")
+        if r.figures:
+            print("figures:")
+            for what, where, value, unit in r.figures:
+                print(f"  {what:<28} {where:<56} {report.shown(value):>10} {unit}")
+        if r.versions:
+            print("versions:")
+            for node, theirs in r.versions.items():
+                for what, value in theirs.items():
+                    print(f"  {node}: {what}: {value}")
+        return 0
+    finally:
+        store.close()
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

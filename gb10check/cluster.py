@@ -257,6 +257,7 @@ class Expect(Strict):
     min_tflops: float = Field(ge=0)
     min_sm_clock_mhz: float = Field(ge=0)  # median SM clock of the samples under load
     max_compute_spread: float = Field(ge=0, lt=1)  # a node slower than the fastest by more than this fails
+    max_drop_from_baseline: float = Field(gt=0, lt=1)  # a figure this much worse than its history's median warns
     compute_seconds: float = Field(gt=0, le=300)  # how long the timing program multiplies on each node
     # test_start_memory (checks/memory.py): the margin beyond what vLLM asks for at start, and the free memory CUDA shows on
     # an idle node with the page cache dropped (under it, with no GPU process: memory only a reboot frees).

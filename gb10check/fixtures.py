@@ -12,13 +12,14 @@
 - `head`: rank 0. `api`: the served API (plain HTTP, bearer key from serving.api_key_env).
 - `ray_cluster`: the cluster, for the Ray path's checks; they skip, saying so, when deploy.executor is mp.
 - `measurements`: records figures (Gb/s, tok/s ...) that the run prints at its end and the report plots.
+- `versions`: records a line of a node's versions manifest, kept in the run history (gb10check/history.py).
 - `tables`: records a text table (the depth sweep's) that the run prints at its end and the report keeps.
 Each hands out one of the plugin's private, parametrized values (gb10check/plugin.py says why).
 """
 
 import pytest
 
-from .plugin import MEASUREMENT, TABLE
+from .plugin import MEASUREMENT, TABLE, VERSION
 
 
 @pytest.fixture(scope="session")
@@ -97,6 +98,18 @@ def measurements(request: pytest.FixtureRequest):
 
     def record(what: str, where: str, value: float | str, unit: str) -> None:  # a text value (a version) is printed as is
         request.node.user_properties.append((MEASUREMENT, (what, where, value, unit)))
+
+    return record
+
+
+@pytest.fixture
+def versions(request: pytest.FixtureRequest):
+    """record(node, what, version): a line of the node's versions manifest (kernel, BIOS, driver, image ...), kept in the
+    run history; each preflight compares it with the cluster's last green run (gb10check/history.py)."""
+
+    def record(node: str, what: str, version: str | None) -> None:  # None: the node did not say; nothing recorded
+        if version is not None and str(version).strip():
+            request.node.user_properties.append((VERSION, (node, what, str(version).strip())))
 
     return record
 

@@ -33,6 +33,7 @@ import fnmatch
 import json
 import os
 import re
+import time
 import uuid
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -41,11 +42,11 @@ from pathlib import Path
 import pytest
 
 from .cluster import Cluster, ClusterError, Link, cluster_file_path, load_cluster, runner_problems
-from . import gather
+from . import gather, history, metrics
 from .gather import Fleet, registry
 from .remedies import Code
 from .remote import CommandTimeout, NodeUnreachable, NotRecorded, RemoteError, RemoteNode
-from .report import Run, cause_key, causes, shown, skip_reason, skips, write
+from .report import Run, cause_key, causes, shown, since_green, skip_reason, skips, write
 from .stage import GATED, STAGES, file_hash, record_stages
 from .verdict import Degraded, Finding, NotChecked, recording, report
 
@@ -59,6 +60,7 @@ PATH_KEY = pytest.StashKey[Path]()
 USAGE_KEY = pytest.StashKey[str]()
 RECORDER_KEY = pytest.StashKey["Recorder"]()
 MEASUREMENT = "gb10check_measurement"
+VERSION = "gb10check_version"  # (node, what, version): the nodes' versions manifest (the `versions` fixture)
 TABLE = "gb10check_table"
 # JUnit properties (user_properties) the plugin writes; a finding's value is its JSON (verdict.Finding.as_dict()).
 STAGE_PROPERTY = "gb10check.stage"
@@ -77,6 +79,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--facts-from", metavar="PATH", help="judge from a recording (a file, or a folder --record wrote) without "
                     "reaching any node; on its own cluster file unless --cluster names another. What it lacks is NOT "
                     "CHECKED (not-recorded)")
+    group.addoption("--history", metavar="PATH", help="the run history (SQLite) this run is recorded in and judged against "
+                    "(default: $GB10CHECK_HISTORY, else $XDG_DATA_HOME/gb10check/history.sqlite; off: none)")
+    group.addoption("--metrics-file", metavar="PATH", help="write the run's figures as Prometheus text there (node_exporter's "
+                    "textfile collector reads *.prom files in its folder)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -90,6 +96,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--record") and config.getoption("--facts-from"):
         raise pytest.UsageError("--record and --facts-from together: a run judged from a recording gathers nothing to record")
     config.stash[RECORDER_KEY] = recorder = Recorder(config)
+    if not hasattr(config, "workerinput") and not config.getoption("--facts-from") and not config.option.collectonly:
+        recorder.history_path = path = history.chosen(config.getoption("--history"))
+        try:  # a file that cannot be used stops the run here, in one line, before any check; a new one is made at the end
+            recorder.history = history.History.open(path) if path is not None and path.exists() else None
+        except history.HistoryError as exc:
+            raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(recorder, "gb10check-recorder")
     if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None) and not getattr(config.option, "testrunuid", None):
         # The run's id named here, so the controller can remove what its workers shared (gather.run_shared) at the end.
@@ -439,6 +451,13 @@ class Recorder:
         self.narrowed: dict[str, list[str]] | None = None  # gated stage -> why this run is not a full run of it
         self.selected: dict[str, list[str]] = {}  # gated stage -> the test ids selected to run
         self.worker_narrowed: list[dict] = []  # under pytest-xdist, each worker's `narrowed`
+        self.versions: dict[str, dict[str, str]] = {}  # node -> what -> version (the `versions` fixture)
+        self.history: history.History | None = None  # the run history this run is recorded in (None: off, a worker)
+        self.history_path: Path | None = None  # where it is (None: off, a worker, a run judged from a recording)
+        self.history_note = ""  # why this run was not recorded
+        self.past: history.Against | None = None
+        self.recorded_run: int | None = None
+        self.metrics_file: Path | None = None
 
     # A stage's run is full when nothing of it was left out. Told apart at collection, from the suite's own files and
     # items, not from the options that narrow (-k, -m, --deselect, paths, --ignore, --lf, plugins ...), so an option
@@ -518,6 +537,9 @@ class Recorder:
             return  # not one of the suite's checks
         if report.when == "call":
             self.measured += [tuple(value) for key, value in report.user_properties if key == MEASUREMENT]
+            for key, value in report.user_properties:
+                if key == VERSION:
+                    self.versions.setdefault(value[0], {})[value[1]] = str(value[2])
             self.tables += [tuple(value) for key, value in report.user_properties if key == TABLE]
         self.findings[report.nodeid] = findings_of(report)  # cumulative over the phases: the last report has them all
         # One outcome per test: a failed setup or teardown is an error.
@@ -557,9 +579,28 @@ class Recorder:
                   findings={t: list(self.findings.get(t, [])) for t in self.outcomes},
                   cluster_file=str(config.stash[PATH_KEY].resolve()), cluster_sha256=file_hash(config.stash[PATH_KEY]),
                   complete_stages=[s for s in GATED if s in self.stages.values() and not full.get(s)],
-                  thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s})
+                  thresholds={"ib_write_bw": cluster.expect.min_ib_write_bw_gbps, "decode_tok_s": cluster.serving.min_decode_tok_s},
+                  versions={n: dict(v) for n, v in self.versions.items()})
+        if self.history is None and self.history_path is not None and not replaying(config):
+            try:
+                self.history = history.History.open(self.history_path)
+            except history.HistoryError as exc:
+                self.history_path = None
+                self.history_note = f"gb10check history: not recorded: {exc}"
+        if self.history is not None and not replaying(config):
+            run.past = self.past = history.against(self.history, run.cluster, run.versions, run.measured,
+                                                   cluster.expect.max_drop_from_baseline)
+            run.warnings += [d.text for d in run.past.drops]
         if config.getoption("--report-dir"):
             self.report_files = write(run, Path(config.getoption("--report-dir")))
+        if self.history is not None and not replaying(config):
+            self.recorded_run = self.history.record(
+                started=run.started, cluster=run.cluster, cluster_file=run.cluster_file, cluster_sha256=run.cluster_sha256,
+                outcomes=run.outcomes, stages=run.stages, complete_stages=run.complete_stages, findings=run.findings,
+                measured=run.measured, versions=run.versions)
+        if config.getoption("--metrics-file"):
+            self.metrics_file = metrics.write(Path(config.getoption("--metrics-file")), metrics.text(
+                run.cluster, run.measured, run.outcomes, time.time(), history.green(run.outcomes)))
         # Each gated stage is recorded on its own; a run that left any of a stage out never records it as passed. A run
         # judged from a recording looked at no node: it records no stage.
         if replaying(config):
@@ -578,6 +619,17 @@ class Recorder:
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         run = self.run()
+        if self.past is not None:  # what changed since the last green run first: it often explains the rest
+            said = since_green(Run("", versions=dict(self.versions), past=self.past))
+            if said:
+                terminalreporter.section(f"gb10check: {said[0].lower()}")
+                for line in said[1:]:
+                    terminalreporter.write_line(line)
+            if self.past.drops:
+                terminalreporter.section(f"gb10check: {len(self.past.drops)} figure{'s' if len(self.past.drops) != 1 else ''} "
+                                         "under the baseline (warnings)")
+                for drop in self.past.drops:
+                    terminalreporter.write_line(drop.text)
         found = causes(run)
         width = max(getattr(getattr(terminalreporter, "_tw", None), "fullwidth", 80), 60)
         if found:
@@ -600,6 +652,13 @@ class Recorder:
                                         + " (wall, every node at once)")
         if self.recorded_to:
             terminalreporter.write_line(f"gb10check: recorded what this run gathered in {self.recorded_to}")
+        if self.history_note:
+            terminalreporter.write_line(self.history_note)
+        if self.recorded_run is not None:
+            terminalreporter.write_line(f"gb10check history: run #{self.recorded_run} in {self.history.path} "
+                                        f"(`gb10check history show {self.recorded_run}`)")
+        if self.metrics_file is not None:
+            terminalreporter.write_line(f"gb10check metrics: {self.metrics_file}")
         if self.report_files:
             md, page, data = self.report_files
             terminalreporter.write_line(f"gb10check report: {md}, {page} and {data}")
@@ -691,6 +750,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is not None and recorder.history is not None:
+        recorder.history.close()
     if FLEET_KEY in config.stash:
         for node in config.stash[FLEET_KEY].nodes.values():
             node.close()

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import history, trends
 from .remedies import REACH
 
 
@@ -37,6 +38,8 @@ class Run:
     cluster_file: str = ""
     cluster_sha256: str = ""
     complete_stages: list[str] = field(default_factory=list)  # gated stages this run ran in full
+    versions: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> what -> version (the `versions` fixture)
+    past: "history.Against | None" = None  # this run against the cluster's history (None: no history kept)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -170,11 +173,27 @@ def shown(value) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
+def since_green(run: Run) -> list[str]:
+    """What changed in the nodes' versions since the cluster's last green run: a heading line, then a line per change.
+    Empty when the run recorded no versions or the history holds no green run to compare with."""
+    past = run.past
+    if past is None or not run.versions or past.last_green is None:
+        return []
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(past.last_green_at or 0))
+    if not past.changes:
+        return [f"Since the last green run (#{past.last_green}, {when}): no version changed"]
+    return ([f"Since the last green run (#{past.last_green}, {when}): {len(past.changes)} version"
+             f"{'s' if len(past.changes) != 1 else ''} changed"] + [c.text for c in past.changes])
+
+
 def markdown(run: Run) -> str:
     c = run.counts()
     lines = [f"# gb10check report: {run.cluster}", "",
              f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(run.started))}: "
              + ", ".join(f"{n} {k}" for k, n in sorted(c.items())), ""]
+    since = since_green(run)
+    if since:
+        lines += [f"## {since[0]}", ""] + [f"- {t}" for t in since[1:]] + [""]
     found = causes(run)
     stopped = len({t for cause in found for t in cause.tests})
     lines += [f"## Causes: {len(found)}, failing or stopping {stopped} checks (failures first; not checked: could not look, "
@@ -184,6 +203,11 @@ def markdown(run: Run) -> str:
     lines += ["", "## Warnings (degraded but usable)", ""] + ([f"- {w.strip()}" for w in run.warnings] or ["None."])
     lines += ["", "## Measured", "", "| what | where | value | unit |", "|---|---|---:|---|"]
     lines += [f"| {w} | {where} | {shown(v)} | {u} |" for w, where, v, u in run.measured] or ["| (nothing measured) | | | |"]
+    if run.past is not None and run.past.trends:
+        lines += ["", "## Trends (the cluster's runs, oldest first, this run last)", "",
+                  "| what | where | trend | values | baseline |", "|---|---|---|---|---:|"]
+        lines += [f"| {w} | {where} | {trends.sparkline(values)} | {' '.join(f'{v:g}' for v in values)} {u} | "
+                  f"{'' if base is None else f'{base:g}'} |" for w, where, u, values, base in run.past.trends]
     for title, text in run.tables:
         lines += ["", f"## {title[:1].upper()}{title[1:]}", "", text]
     skipped = skips(run)
@@ -237,6 +261,12 @@ def page(run: Run) -> str:
         f"<h1>gb10check: {esc(run.cluster)} <span class='{'failed' if failed else 'passed'}'>{verdict}</span></h1>",
         f"<p>{esc(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(run.started)))}: "
         + esc(", ".join(f"{n} {k}" for k, n in sorted(c.items()))) + "</p>",
+    ]
+    since = since_green(run)
+    if since:
+        parts += [f"<h2>{esc(since[0])}</h2>"] + (["<ul>"] + [f"<li>{esc(t)}</li>" for t in since[1:]] + ["</ul>"]
+                                                   if since[1:] else [])
+    parts += [
         f"<h2>Causes: {len(found)}</h2>",
     ]
     for i, cause in enumerate(found, 1):
@@ -250,6 +280,12 @@ def page(run: Run) -> str:
     parts += [f"<tr><td>{esc(w)}</td><td>{esc(where)}</td><td>{esc(shown(v))}</td><td>{esc(u)}</td></tr>"
               for w, where, v, u in run.measured]
     parts += ["</table>"]
+    if run.past is not None and run.past.trends:
+        parts += ["<h2>Trends (the cluster's runs, oldest first, this run last; dashed: the baseline)</h2>"
+                  "<table><tr><th>what</th><th>where</th><th>trend</th><th>values</th></tr>"]
+        parts += [f"<tr><td>{esc(w)}</td><td>{esc(where)}</td><td>{trends.trend_svg(f'{w} {where}', values, u, base)}</td>"
+                  f"<td>{esc(' '.join(f'{v:g}' for v in values))} {esc(u)}</td></tr>" for w, where, u, values, base in run.past.trends]
+        parts += ["</table>"]
     parts += [f"<h2>{esc(title[:1].upper() + title[1:])}</h2><pre>{esc(text)}</pre>" for title, text in run.tables]
     if bw or tok:
         parts.append("<h2>Plots</h2>")
@@ -276,7 +312,13 @@ def data(run: Run) -> dict:
             "started": run.started, "complete_stages": list(run.complete_stages),
             "tests": [{"id": t, "stage": run.stages.get(t), "outcome": o, "findings": run.findings.get(t, [])}
                       for t, o in run.outcomes.items()],
-            "measurements": [{"what": w, "where": where, "value": v, "unit": u} for w, where, v, u in run.measured]}
+            "measurements": [{"what": w, "where": where, "value": v, "unit": u} for w, where, v, u in run.measured],
+            "versions": run.versions,
+            "since_last_green": None if run.past is None or run.past.last_green is None else
+            {"run": run.past.last_green, "changes": [c.__dict__ for c in run.past.changes]},
+            "below_baseline": [] if run.past is None else
+            [{"what": d.what, "where": d.where, "value": d.value, "baseline": d.baseline, "runs": d.runs, "unit": d.unit}
+             for d in run.past.drops]}
 
 
 def write(run: Run, directory: Path) -> tuple[Path, Path, Path]:

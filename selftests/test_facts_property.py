@@ -102,7 +102,7 @@ def arguments(fn, fleet) -> list[dict]:
     pairs = cluster.link_pairs()
     values = {
         "node": nodes, "follower": nodes[1:], "head": [fleet.node(cluster.head.name)], "cluster": [cluster],
-        "ray_cluster": [cluster], "measurements": [lambda *a: None],
+        "ray_cluster": [cluster], "measurements": [lambda *a: None], "versions": [lambda *a: None],
         "node_link": [(n, l) for n in nodes for l in n.spec.links],
         "link_pair": [LinkUnderTest(fleet.node(p.a.name), p.a_link, fleet.node(p.b.name), p.b_link) for p in pairs],
         "path": [LinkPath(fleet.node(a.name), la, fleet.node(b.name), lb) for p in pairs

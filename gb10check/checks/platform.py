@@ -29,6 +29,13 @@ class Platform:
                 "BIOS date": self.bios_date, **{f"ConnectX firmware of {n}": fw for n, fw in self.firmware.items()}}
 
 
+def manifest(facts: Platform) -> dict[str, str | None]:
+    """The node's versions manifest lines this check reads (the run history compares them with the last green run)."""
+    return {"kernel": facts.kernel, "kernel command line": normal_cmdline(facts.cmdline), "BIOS version": facts.bios_version,
+            "BIOS date": facts.bios_date, "driver": facts.driver,
+            **{f"ConnectX firmware of {n}": fw for n, fw in sorted(facts.firmware.items())}}
+
+
 def normal_cmdline(cmdline: str | None) -> str | None:
     """/proc/cmdline without the parameters that differ between identical machines (root=UUID, BOOT_IMAGE path)."""
     if cmdline is None or not cmdline.strip():

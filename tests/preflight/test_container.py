@@ -12,14 +12,18 @@ pytestmark = pytest.mark.preflight
 
 
 @reads("docker_server", "compose_version")
-def test_container_runtime(node, cluster):
+def test_container_runtime(node, cluster, versions):
     rc, server = read(node, "docker_server")
+    if rc == 0:
+        versions(node.name, "docker", (server.split() or [None])[0])
     report(container.judge_runtime(node.name, cluster.ssh.user, rc, server, read(node, "compose_version")))
 
 
 @reads("image", "machine")
-def test_image(node, cluster):
+def test_image(node, cluster, versions):
     image = read(node, "image")
+    if image.info is not None:
+        versions(node.name, f"image {cluster.deploy.image}", image.info.id)
     report(container.judge_image(node.name, cluster.deploy.image, image.info, image.missing, read(node, "machine")))
 
 

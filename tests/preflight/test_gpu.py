@@ -35,7 +35,7 @@ def test_image_kernels(node, cluster):
 
 @pytest.mark.slow  # the image started on every node and torch's NCCL loaded: seconds, not the milliseconds of a fact
 @reads("canary_nccl", "machine", "vllm_service")
-def test_image_nccl(node, head, cluster, measurements):
+def test_image_nccl(node, head, cluster, measurements, versions):
     mine = read(node, "canary_nccl")
     if mine.get("nccl") is None:
         pytest.skip(f"{node.name}: {mine.get('reason')} in {cluster.deploy.canary_python or cluster.deploy.image}: "
@@ -43,6 +43,7 @@ def test_image_nccl(node, head, cluster, measurements):
     heads = mine if node.name == head.name else read(head, "canary_nccl")
     what, version, unit = gpu.nccl_measured(mine, cluster.deploy.canary_python or cluster.deploy.image)
     measurements(what, node.name, version, unit)
+    versions(node.name, what, version)
     machine = read(node, "machine")
     env = compose.service_environment(read(node, "vllm_service")[1]) if platform.nccl_needs_environment(mine, machine) else None
     report(gpu.judge_nccl_identity(node.name, head.name, mine, heads, cluster.deploy.nccl, cluster.deploy.image,

@@ -37,8 +37,11 @@ def test_versions_same_as_head(follower, head):
 
 
 @reads(*PLATFORM)
-def test_advisories(node):
-    report(platform.judge_advisories(node.name, facts_of(node)))
+def test_advisories(node, versions):
+    facts = facts_of(node)
+    for what, value in platform.manifest(facts).items():
+        versions(node.name, what, value)
+    report(platform.judge_advisories(node.name, facts))
 
 
 @reads("reboot_required")
