@@ -236,9 +236,9 @@ REMEDIES: dict[Code, str] = {
     Code.DEFAULT_ROUTE_QSFP: "remove the default route through {netdev} on {node}: QSFP links are point-to-point (no gateway in netplan)",
     Code.MTU_MISMATCH: "set the same MTU on both ends of the link ({node} {netdev} and its peer) in netplan",
     Code.ROUTE_WRONG_DEV: "traffic from {node} to {peer} must leave through {netdev}: fix overlapping subnets or routes in netplan",
-    Code.CABLE_WRONG_PEER: "move the cable at {node} {netdev} (now to {peer}) to {expected}, as the topology says; in a ring "
+    Code.CABLE_WRONG_PEER: "move the cable at {node} {netdev} (now to {peer}) to {should}, as the topology says; in a ring "
                            "each node's port 0 goes to the next node's port 1, never port 0 to port 0",
-    Code.CABLE_NOTHING: "{node} {netdev} reaches no port: seat its cable (link up at both ends: ip link) and join it to {expected}",
+    Code.CABLE_NOTHING: "{node} {netdev} reaches no port: seat its cable (link up at both ends: ip link) and join it to {should}",
     Code.CABLE_SWITCHED: "{node} {netdev} reaches a switch where the topology says a direct cable: cable it directly, or set "
                          "`topology: switch` and put every node's links on the switch",
     Code.CABLE_BESIDE_SWITCH: "{node} {netdev} is cabled straight to {peer} beside the switch: move that cable to the switch, "

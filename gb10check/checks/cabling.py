@@ -44,13 +44,13 @@ def judge_cabling(me: Port, topology: str, expected: list[Port], peers, owners: 
     if sorted(reached) == sorted(expected):
         return []
     others = f"; also answered: {', '.join(strangers)} (no node of the cluster)" if strangers else ""
-    seen = (f"reaches {', '.join(map(who, reached))}" if reached else "reaches nothing") + others
-    should = f"reaches {', '.join(map(who, expected)) or 'no port'}"
+    seen = (f"its cable reaches {', '.join(map(who, reached))}" if reached else "its cable reaches nothing") + others
+    should = f"{', '.join(map(who, expected)) or 'no port'} (topology: {topology})"
     if not reached:
-        return [Finding(Code.CABLE_NOTHING, where, seen, should, netdev=netdev, expected=', '.join(map(who, expected)))]
+        return [Finding(Code.CABLE_NOTHING, where, seen, should, netdev=netdev, should=', '.join(map(who, expected)))]
     if topology != "switch" and len(reached) > 1:
-        return [Finding(Code.CABLE_SWITCHED, where, seen + " (a switch)", should + " over one direct cable (topology: "
-                        f"{topology})", netdev=netdev)]
+        return [Finding(Code.CABLE_SWITCHED, where, seen + " (a switch)", should + ", over one direct cable",
+                        netdev=netdev)]
     if topology == "switch" and len(reached) == 1 and len(expected) > 1:
         return [Finding(Code.CABLE_BESIDE_SWITCH, where, seen + " only (a direct cable)", should + " through the switch",
                         netdev=netdev, peer=who(reached[0]))]
@@ -60,4 +60,4 @@ def judge_cabling(me: Port, topology: str, expected: list[Port], peers, owners: 
         index = port_of(netdev)[1]
         seen += f" (port {index} on both ends of the cable)"
     return [Finding(Code.CABLE_WRONG_PEER, where, seen, should, netdev=netdev, peer=', '.join(map(who, reached)),
-                    expected=', '.join(map(who, expected)))]
+                    should=', '.join(map(who, expected)))]
