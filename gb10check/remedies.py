@@ -48,6 +48,7 @@ class Code(str, Enum):
     CABLE_NOTHING = "cable-nothing"
     CABLE_SWITCHED = "cable-switched"
     CABLE_BESIDE_SWITCH = "cable-beside-switch"
+    CABLE_PEER_MISSING = "cable-peer-missing"
     CABLING_UNKNOWN = "cabling-unknown"
     PING = "ping"
     SSH_MESH = "ssh-mesh"
@@ -243,6 +244,8 @@ REMEDIES: dict[Code, str] = {
                          "`topology: switch` and put every node's links on the switch",
     Code.CABLE_BESIDE_SWITCH: "{node} {netdev} is cabled straight to {peer} beside the switch: move that cable to the switch, "
                               "so every link of a switched cluster goes through it",
+    Code.CABLE_PEER_MISSING: "{node} {netdev} reaches the switch but not {missing}: their cabling line says where that port "
+                             "went; put it on this switch (or fix its switch port's VLAN)",
     Code.CABLING_UNKNOWN: "give {netdev} on {node} its IPv6 link-local address (sysctl -w net.ipv6.conf.{netdev}.disable_ipv6=0; "
                           "netplan link-local: [ipv6]) so `ping -6 -I {netdev} ff02::1` finds its peer; the cabling is not "
                           "checked until then",

@@ -54,6 +54,9 @@ def judge_cabling(me: Port, topology: str, expected: list[Port], peers, owners: 
     if topology == "switch" and len(reached) == 1 and len(expected) > 1:
         return [Finding(Code.CABLE_BESIDE_SWITCH, where, seen + " only (a direct cable)", should + " through the switch",
                         netdev=netdev, peer=who(reached[0]))]
+    missing = [p for p in expected if p not in reached]
+    if topology == "switch" and len(reached) > 1 and set(reached) < set(expected):
+        return [Finding(Code.CABLE_PEER_MISSING, where, seen, should, netdev=netdev, missing=', '.join(map(who, missing)))]
     same = [p for p in reached if topology == "ring" and port_of(p[1]) and port_of(netdev) and
             port_of(p[1])[1] == port_of(netdev)[1]]
     if same:

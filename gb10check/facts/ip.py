@@ -305,6 +305,8 @@ def parse_port_peers(text: str) -> PortPeers:
             raise ParseError("port_peers", "ping -6 lines (PING ..., N bytes from ADDR: icmp_seq=..., statistics)", line)
     if not head and error is None:
         raise ParseError("port_peers", "ping -6's 'PING ff02::1 ...' line or its error", text)
+    if disabled is None:  # the line the command prints first: without it, IPv6 off would read as nothing cabled
+        raise ParseError("port_peers", "'disable_ipv6 N' before ping's lines", text)
     return PortPeers(disabled, tuple(responders), error)
 
 

@@ -392,10 +392,10 @@ SCENARIOS.update({s.name: s for s in [
     Scenario("ring-link-down", "ring of three: rank 1's port 1 (from rank 0's port 0) down: link down, nothing answers",
              (Step(1, shell="ip link set enp1s0f1np1 down"),),
              proves=("test_cabling:cable-nothing",), topology="ring"),
-    Scenario("switch-direct-link", "switch of four: ranks 0 and 1's enP2p1s0f0np0 off the switch, joined by a cable of their "
-             "own beside it",
-             (Step(-1, cables=(((0, "enP2p1s0f0np0"), (1, "enP2p1s0f0np0")),)),),
-             proves=("test_cabling:cable-beside-switch",), topology="switch"),
+    Scenario("switch-direct-link", "switch of four: rank 0's enP2p1s0f0np0 off the switch, cabled straight to rank 1's free "
+             "port enP2p1s0f1np1 beside it",
+             (Step(-1, cables=(((0, "enP2p1s0f0np0"), (1, "enP2p1s0f1np1")),)),),
+             proves=("test_cabling:cable-beside-switch", "test_cabling:cable-peer-missing"), topology="switch"),
 ]})
 
 
