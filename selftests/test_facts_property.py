@@ -231,7 +231,7 @@ H200_VERDICTS = {
     "test_link_address": "not checked", "test_links_on_distinct_subnets": "not checked",
     "test_no_default_route_on_qsfp": "not checked", "test_rdma_link_up": "not checked", "test_rdma_port_active": "not checked",
     "test_roce_gid": "not checked", "test_link_speed": "not checked", "test_roce_mtu": "not checked",
-    "test_rdma_error_counters": "not checked",
+    "test_rdma_error_counters": "not checked", "test_cabling": "not checked",
 }
 
 
