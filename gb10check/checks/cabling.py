@@ -35,9 +35,9 @@ def judge_cabling(me: Port, topology: str, expected: list[Port], peers, owners: 
     owners: every node's link-local address -> (node, interface). A port with IPv6 off cannot be judged: not checked."""
     node, netdev = me
     where = f"{node}:{netdev}"
-    if peers.ipv6_disabled or (peers.error and not peers.responders):
+    if peers.ipv6_disabled or peers.refused:
         why = (f"IPv6 is off on {netdev} (net.ipv6.conf.{netdev}.disable_ipv6=1)" if peers.ipv6_disabled
-               else f"ping -6 on {netdev} could not send: {peers.error}")
+               else f"ping -6 on {netdev} could not send (its `ping: ...` line in the command's output says why)")
         return [Finding(Code.CABLING_UNKNOWN, where, why, "a link-local IPv6 address on the port to discover its peer",
                         netdev=netdev)]
     reached, strangers = reached_ports(me, peers.responders, owners)

@@ -264,11 +264,11 @@ class PortPeers:
     """The IPv6 link-local addresses that answered an echo to all nodes (ff02::1) sent out of one port.
 
     ipv6_disabled: the port's net.ipv6.conf.PORT.disable_ipv6 (None: the line was not printed); error: ping's own
-    refusal (no link-local address, no such device), when it sent nothing."""
+    refusal (no link-local address, no such device), when it sent nothing. A run that sent ends with its statistics."""
 
     ipv6_disabled: bool | None
     responders: tuple[str, ...]
-    error: str | None = None
+    refused: bool = False  # ping could not send (its own "ping: ..." line: no link-local address, interval refused ...)
 
 
 DISABLE_LINE = re.compile(r"^disable_ipv6 (?P<value>\S*)\s*$")
@@ -276,6 +276,7 @@ PING_HEAD = re.compile(r"^PING \S+\s*\(?")
 REPLY = re.compile(r"^\d+ bytes from (?P<addr>[0-9a-fA-F:]+)(?:%[\w.@-]+)?: icmp_seq=\d+")
 PING_WARNING = re.compile(r"^ping6?: Warning: ")  # "source address might be selected on device other than: PORT"
 PING_ERROR = re.compile(r"^ping6?: (?P<why>.+)$")
+STATS = re.compile(r"^\d+ packets transmitted, ")
 PING_OTHER = re.compile(r"^(?:--- .* ping statistics ---|\d+ packets transmitted, .*|rtt .*|round-trip .*"
                         r"|From \S+ icmp_seq=\d+ .*|\s*)$")
 
@@ -284,7 +285,7 @@ PING_OTHER = re.compile(r"^(?:--- .* ping statistics ---|\d+ packets transmitted
 def parse_port_peers(text: str) -> PortPeers:
     """`printf 'disable_ipv6 %s\\n' "$(cat /proc/sys/net/ipv6/conf/PORT/disable_ipv6)"; ping -6 -n -I PORT ff02::1 2>&1`:
     the sysctl's line, then ping's header and one line per reply (a node answering twice is one responder)."""
-    disabled, responders, error, head = None, [], None, False
+    disabled, responders, error, head, stats = None, [], None, False, False
     for line in text.splitlines():
         if (m := DISABLE_LINE.match(line)):
             if m["value"] not in ("0", "1", ""):
@@ -301,13 +302,17 @@ def parse_port_peers(text: str) -> PortPeers:
             continue
         elif (m := PING_ERROR.match(line)):
             error = m["why"].strip()
+        elif STATS.match(line):
+            stats = True
         elif not PING_OTHER.match(line):
             raise ParseError("port_peers", "ping -6 lines (PING ..., N bytes from ADDR: icmp_seq=..., statistics)", line)
     if not head and error is None:
         raise ParseError("port_peers", "ping -6's 'PING ff02::1 ...' line or its error", text)
+    if head and not stats:  # ping prints its statistics last: without them the output was cut
+        raise ParseError("port_peers", "ping's 'N packets transmitted, ...' line after its replies", text)
     if disabled is None:  # the line the command prints first: without it, IPv6 off would read as nothing cabled
         raise ParseError("port_peers", "'disable_ipv6 N' before ping's lines", text)
-    return PortPeers(disabled, tuple(responders), error)
+    return PortPeers(disabled, tuple(sorted(responders)), error is not None and not head)  # who answered, not in what order
 
 
 def link_local_owners(node: str, ifaces: list[Interface]) -> dict[str, tuple[str, str]]:
