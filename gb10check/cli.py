@@ -232,7 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("sim", help="the simulated GB10 cluster (root): up, down, status, apply, scenarios")
     simsub = sim.add_subparsers(dest="sim_command", required=True)
     p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
-    p.add_argument("--nodes", type=int, default=2, help="2 (the field report's pair, default) to 8 (behind a switch)")
+    p.add_argument("--nodes", type=int, default=2, help="2 (the field report's pair, default) to 8 (a ring or behind a switch)")
+    p.add_argument("--topology", choices=("ring", "switch"), default=None,
+                   help="3 nodes or more: NVIDIA's ring wiring (port 0 to the next node's port 1) or a switch (default)")
     p.add_argument("--scenario", help="apply this fault scenario once up (see `gb10check sim scenarios`)")
     p.add_argument("--init", choices=["plain", "systemd"], default="plain",
                    help="plain (default: our small init, fastest) or systemd as PID 1 of each node (services are units)")
@@ -536,7 +538,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     try:
         if args.sim_command == "up":
-            path = control.up(args.nodes, init=args.init, executor=args.executor)
+            path = control.up(args.nodes, init=args.init, executor=args.executor, topo=args.topology)
             if args.scenario:
                 scenarios.apply(args.scenario)
                 print(f"scenario {args.scenario} applied", file=sys.stderr)

@@ -5,6 +5,7 @@ Validated with pydantic; a bad file becomes a ClusterError with a line per mista
 Memory sizes accept docker/human forms ("105G", "119 GiB", "5 GiB", "512M") and are held in GiB.
 """
 
+import difflib
 import functools
 import hashlib
 import ipaddress
@@ -65,11 +66,19 @@ class Ssh(Strict):
                                        "cluster_key": absolute(self.cluster_key)})
 
 
+class Peer(Strict):
+    """The port a link's cable (or switch path) must reach: a node of the cluster and its netdev."""
+
+    node: str
+    netdev: str
+
+
 class Link(Strict):
     netdev: str
     rdma_device: str | None = None
     address: ipaddress.IPv4Interface  # "169.254.94.252/16"
     mtu: int | None = None
+    peer: Peer | None = None  # null: the topology's rule says which port the link reaches (Cluster.expected_peers)
 
     @field_validator("address", mode="before")
     @classmethod
@@ -490,10 +499,24 @@ class GateSettings(Strict):
     waive: list[Waiver] = []
 
 
+TOPOLOGIES = {"pair": "two nodes joined by direct cables, each link's peer on its subnet",
+              "ring": "three or more nodes, NVIDIA's ring wiring: each node's port 0 to the next node's port 1",
+              "switch": "every node's links through a switch, each link reaching every node on its subnet"}
+PORT = re.compile(r"^(?P<stem>.+)f(?P<port>\d+)(?:np\d+)?$")  # enp1s0f0np0: port 0 of the enp1s0 half
+
+
+def port_of(netdev: str) -> tuple[str, int] | None:
+    """(the half of the adapter, the port index) of a ConnectX netdev name: enP2p1s0f1np1 -> ("enP2p1s0", 1)."""
+    m = PORT.match(netdev)
+    return (m["stem"], int(m["port"])) if m else None
+
+
 class Cluster(Strict):
     name: str = "gb10"
     ssh: Ssh
     nodes: list[Node] = Field(min_length=1)
+    # pair | ring | switch (TOPOLOGIES); null: a pair for two nodes, nothing to cable for one, an error for more.
+    topology: str | None = None
     expect: Expect = Expect()
     deploy: Deploy
     serving: Serving = Serving()
@@ -522,10 +545,74 @@ class Cluster(Strict):
                 if len(self.nodes) > 1 and not self.peers_of(n, link):
                     raise ValueError(f"{n.name} {link.netdev} ({link.address}) has no peer link on another node in "
                                      f"{link.address.network}; check the cabling plan or the address")
+        self.check_topology()
         if self.deploy.tensor_parallel_size % len(self.nodes):
             raise ValueError(f"deploy.tensor_parallel_size {self.deploy.tensor_parallel_size} is not a multiple of "
                              f"the {len(self.nodes)} nodes")
         return self
+
+    @field_validator("topology")
+    @classmethod
+    def known_topology(cls, v):
+        if v is not None and v not in TOPOLOGIES:
+            close = difflib.get_close_matches(str(v), TOPOLOGIES, n=1)
+            raise ValueError(f"got {v!r}{f' (did you mean {close[0]!r}?)' if close else ''}; expected one of: "
+                             + "; ".join(f"{k!r} ({what})" for k, what in TOPOLOGIES.items()))
+        return v
+
+    def check_topology(self) -> None:
+        n = len(self.nodes)
+        if self.topology is None and n > 2:
+            raise ValueError(f"topology: a cluster of {n} nodes needs its cabling named: `topology: ring` "
+                             f"({TOPOLOGIES['ring']}) or `topology: switch` ({TOPOLOGIES['switch']})")
+        if self.topology == "pair" and n != 2:
+            raise ValueError(f"topology: 'pair' joins two nodes; this cluster has {n}: use 'ring' or 'switch'")
+        if self.topology == "ring" and n < 3:
+            raise ValueError(f"topology: 'ring' needs three nodes or more; this cluster has {n}: use 'pair'")
+        names = {m.name: m for m in self.nodes}
+        for node in self.nodes:
+            for link in node.links:
+                where = f"nodes[{node.name}].links[{link.netdev}].peer"
+                if link.peer is not None:
+                    other = names.get(link.peer.node)
+                    if other is None or other.name == node.name:
+                        raise ValueError(f"{where}.node: {link.peer.node!r} is not another node of the cluster "
+                                         f"({', '.join(m for m in names if m != node.name)})")
+                    if link.peer.netdev not in {l.netdev for l in other.links}:
+                        raise ValueError(f"{where}.netdev: {other.name} has no link {link.peer.netdev!r} "
+                                         f"(its links: {', '.join(l.netdev for l in other.links)})")
+                elif self.topology == "ring" and port_of(link.netdev) is None:
+                    raise ValueError(f"{where}: the ring's rule cannot tell the port index of {link.netdev} (it reads "
+                                     "names such as enp1s0f0np0, port 0): state `peer: {node: ..., netdev: ...}` on this link")
+                for other, ol in self.expected_peers(node, link):
+                    if ol.address.network != link.address.network:
+                        raise ValueError(f"{where}: {node.name} {link.netdev} ({link.address}) must reach {other.name} "
+                                         f"{ol.netdev} ({ol.address}), on another subnet: a link and its peer share one subnet")
+                if self.topology == "ring" and not self.expected_peers(node, link):
+                    raise ValueError(f"{where}: by the ring's rule {node.name} {link.netdev} reaches no link of its "
+                                     "neighbour; state `peer:` on it or fix the netdev")
+
+    @property
+    def cabling(self) -> str | None:
+        """The topology the checks judge: the one given, a pair for two nodes, None for one node (no cables)."""
+        return self.topology or ("pair" if len(self.nodes) == 2 else None)
+
+    def expected_peers(self, node: Node, link: Link) -> list[tuple[Node, Link]]:
+        """The ports the link must reach: its stated peer, else the topology's rule. pair and switch: every other node's
+        link on its subnet; ring (nodes in rank order): port 0 reaches the next node's port 1 of the same adapter half,
+        port 1 the previous node's port 0 (NVIDIA's ring wiring)."""
+        if link.peer is not None:
+            other = next(m for m in self.nodes if m.name == link.peer.node)
+            return [(other, next(l for l in other.links if l.netdev == link.peer.netdev))]
+        if self.cabling != "ring":
+            return self.peers_of(node, link)
+        ring, me = self.by_rank(), port_of(link.netdev)
+        if me is None or me[1] not in (0, 1):
+            return []
+        stem, port = me
+        at = [m.name for m in ring].index(node.name)
+        other = ring[(at + (1 if port == 0 else -1)) % len(ring)]
+        return [(other, ol) for ol in other.links if port_of(ol.netdev) == (stem, 1 - port)]
 
     # ---- views used by the fixtures -------------------------------------------------
 

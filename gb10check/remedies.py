@@ -44,6 +44,12 @@ class Code(str, Enum):
     DEFAULT_ROUTE_QSFP = "default-route-qsfp"
     MTU_MISMATCH = "mtu-mismatch"
     ROUTE_WRONG_DEV = "route-wrong-dev"
+    CABLE_WRONG_PEER = "cable-wrong-peer"
+    CABLE_NOTHING = "cable-nothing"
+    CABLE_SWITCHED = "cable-switched"
+    CABLE_BESIDE_SWITCH = "cable-beside-switch"
+    CABLE_PEER_MISSING = "cable-peer-missing"
+    CABLING_UNKNOWN = "cabling-unknown"
     PING = "ping"
     SSH_MESH = "ssh-mesh"
     GID_NOT_ROCE_V2 = "gid-not-roce-v2"
@@ -249,6 +255,18 @@ REMEDIES: dict[Code, str] = {
     Code.DEFAULT_ROUTE_QSFP: "remove the default route through {netdev} on {node}: QSFP links are point-to-point (no gateway in netplan)",
     Code.MTU_MISMATCH: "set the same MTU on both ends of the link ({node} {netdev} and its peer) in netplan",
     Code.ROUTE_WRONG_DEV: "traffic from {node} to {peer} must leave through {netdev}: fix overlapping subnets or routes in netplan",
+    Code.CABLE_WRONG_PEER: "move the cable at {node} {netdev} (now to {peer}) to {should}, as the topology says; in a ring "
+                           "each node's port 0 goes to the next node's port 1, never port 0 to port 0",
+    Code.CABLE_NOTHING: "{node} {netdev} reaches no port: seat its cable (link up at both ends: ip link) and join it to {should}",
+    Code.CABLE_SWITCHED: "{node} {netdev} reaches a switch where the topology says a direct cable: cable it directly, or set "
+                         "`topology: switch` and put every node's links on the switch",
+    Code.CABLE_BESIDE_SWITCH: "{node} {netdev} is cabled straight to {peer} beside the switch: move that cable to the switch, "
+                              "so every link of a switched cluster goes through it",
+    Code.CABLE_PEER_MISSING: "{node} {netdev} reaches the switch but not {missing}: their cabling line says where that port "
+                             "went; put it on this switch (or fix its switch port's VLAN)",
+    Code.CABLING_UNKNOWN: "give {netdev} on {node} its IPv6 link-local address (sysctl -w net.ipv6.conf.{netdev}.disable_ipv6=0; "
+                          "netplan link-local: [ipv6]) so `ping -6 -I {netdev} ff02::1` finds its peer; the cabling is not "
+                          "checked until then",
     Code.PING: "check the cable, addresses and ufw on both ends of {node} {netdev} -> {peer}",
     Code.SSH_MESH: "give the cluster one shared key (NVIDIA's discover-sparks does it) so {node} reaches {peer} without a password, "
                    "as the same user, and record {peer}'s host key in {node}'s known_hosts",
@@ -556,7 +574,7 @@ REMEDIES: dict[Code, str] = {
 # The codes of "could not check": reported as NOT CHECKED, counted apart, refused by the gate.
 NOT_CHECKED = frozenset({Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED,
                          Code.TOOL_MISSING, Code.SUDO_REFUSED, Code.SUDO_MISSING, Code.NO_RDMA, Code.PREREQUISITE,
-                         Code.UNKNOWN_NEED, Code.NOT_RECORDED})
+                         Code.UNKNOWN_NEED, Code.NOT_RECORDED, Code.CABLING_UNKNOWN})
 
 # The node cannot be reached or refuses the runner (remote.NodeUnreachable's kinds): its reachability check fails with
 # the code, its other checks are not checked for the same cause, told once.

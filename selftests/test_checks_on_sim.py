@@ -444,7 +444,9 @@ def test_every_scenario_has_a_visibility_check():
     serving = {s.name for s in scenarios.SCENARIOS.values() if any(step.serve is not None for step in s.steps)}
     # Ray scenarios apply to a Ray pair only: test_ray_on_sim shows each through the checks it fails.
     ray = {s.name for s in scenarios.SCENARIOS.values() if s.executor == "ray"}
-    assert set(VISIBLE) == set(scenarios.SCENARIOS) - serving - ray
+    # A ring's or a switch's scenarios move cables: test_cabling_on_sim shows each through the cabling check.
+    cabling = {s.name for s in scenarios.SCENARIOS.values() if s.topology != "pair"}
+    assert set(VISIBLE) == set(scenarios.SCENARIOS) - serving - ray - cabling
 
 
 CODE = re.compile(r"\[([a-z0-9-]+)\] ")
@@ -610,7 +612,8 @@ def test_nccl_absent_is_not_checked_with_the_tools_to_install(bed):
 def test_every_scenario_is_proven():
     serving = {s.name for s in scenarios.SCENARIOS.values() if any(step.serve is not None for step in s.steps)}
     ray = {s.name for s in scenarios.SCENARIOS.values() if s.executor == "ray"}  # on the Ray stack: test_ray_on_sim
-    assert set(EXPECTED) | set(WARNINGS) | {"different-usernames", "nccl-absent", "sudo-password"} | set(UNREACHABLE) | serving | ray \
+    cabling = {s.name for s in scenarios.SCENARIOS.values() if s.topology != "pair"}  # test_cabling_on_sim
+    assert set(EXPECTED) | set(WARNINGS) | {"different-usernames", "nccl-absent", "sudo-password"} | set(UNREACHABLE) | serving | ray | cabling \
         == set(scenarios.SCENARIOS)  # serving: test_serving_on_sim
 
 

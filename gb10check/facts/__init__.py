@@ -42,6 +42,7 @@ KINDS: dict[str, Kind] = {
                                                                    "/etc/docker/daemon.json, each after a `-- PATH --` line"),
     "ip_addr": Kind(ip.parse_text, "ip addr [show IFACE]"),
     "ip_j_addr": Kind(ip.parse_json, "ip -j addr"),
+    "port_peers": Kind(ip.parse_port_peers, "disable_ipv6 line, then ping -6 -n -c 2 -i 1 -w 2 -I PORT ff02::1 2>&1"),
     "ethtool": Kind(ethtool.parse, "ethtool IFACE"),
     "meminfo": Kind(meminfo.parse_meminfo, "/proc/meminfo"),
     "free": Kind(meminfo.parse_free, "free [-b|-k|-m|-g|-h]"),

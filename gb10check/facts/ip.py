@@ -255,3 +255,67 @@ def parse_json(text: str) -> list[Interface]:
         )
         for i in items
     ]
+
+
+# ---- who answers on a port: `ping -6 -I PORT ff02::1` (gather.commands.link_peers) ---------------------------------------
+
+@dataclass(frozen=True)
+class PortPeers:
+    """The IPv6 link-local addresses that answered an echo to all nodes (ff02::1) sent out of one port.
+
+    ipv6_disabled: the port's net.ipv6.conf.PORT.disable_ipv6 (None: the line was not printed); error: ping's own
+    refusal (no link-local address, no such device), when it sent nothing. A run that sent ends with its statistics."""
+
+    ipv6_disabled: bool | None
+    responders: tuple[str, ...]
+    refused: bool = False  # ping could not send (its own "ping: ..." line: no link-local address, interval refused ...)
+
+
+DISABLE_LINE = re.compile(r"^disable_ipv6 (?P<value>\S*)\s*$")
+PING_HEAD = re.compile(r"^PING \S+\s*\(?")
+REPLY = re.compile(r"^\d+ bytes from (?P<addr>[0-9a-fA-F:]+)(?:%[\w.@-]+)?: icmp_seq=\d+")
+PING_WARNING = re.compile(r"^ping6?: Warning: ")  # "source address might be selected on device other than: PORT"
+PING_ERROR = re.compile(r"^ping6?: (?P<why>.+)$")
+STATS = re.compile(r"^\d+ packets transmitted, ")
+PING_OTHER = re.compile(r"^(?:--- .* ping statistics ---|\d+ packets transmitted, .*|rtt .*|round-trip .*"
+                        r"|From \S+ icmp_seq=\d+ .*|\s*)$")
+
+
+@parser
+def parse_port_peers(text: str) -> PortPeers:
+    """`printf 'disable_ipv6 %s\\n' "$(cat /proc/sys/net/ipv6/conf/PORT/disable_ipv6)"; ping -6 -n -I PORT ff02::1 2>&1`:
+    the sysctl's line, then ping's header and one line per reply (a node answering twice is one responder)."""
+    disabled, responders, error, head, stats = None, [], None, False, False
+    for line in text.splitlines():
+        if (m := DISABLE_LINE.match(line)):
+            if m["value"] not in ("0", "1", ""):
+                raise ParseError("port_peers", "disable_ipv6 0 or 1 (the port's sysctl)", line)
+            disabled = m["value"] != "0"  # empty: no /proc/sys/net/ipv6 (IPv6 off in the kernel)
+        elif PING_HEAD.match(line):
+            head = True
+        elif (m := REPLY.match(line)):
+            if not head:
+                raise ParseError("port_peers", "ping's 'PING ff02::1 ...' line before its replies", line)
+            if m["addr"].lower() not in responders:
+                responders.append(m["addr"].lower())
+        elif PING_WARNING.match(line):
+            continue
+        elif (m := PING_ERROR.match(line)):
+            error = m["why"].strip()
+        elif STATS.match(line):
+            stats = True
+        elif not PING_OTHER.match(line):
+            raise ParseError("port_peers", "ping -6 lines (PING ..., N bytes from ADDR: icmp_seq=..., statistics)", line)
+    if not head and error is None:
+        raise ParseError("port_peers", "ping -6's 'PING ff02::1 ...' line or its error", text)
+    if head and not stats:  # ping prints its statistics last: without them the output was cut
+        raise ParseError("port_peers", "ping's 'N packets transmitted, ...' line after its replies", text)
+    if disabled is None:  # the line the command prints first: without it, IPv6 off would read as nothing cabled
+        raise ParseError("port_peers", "'disable_ipv6 N' before ping's lines", text)
+    return PortPeers(disabled, tuple(sorted(responders)), error is not None and not head)  # who answered, not in what order
+
+
+def link_local_owners(node: str, ifaces: list[Interface]) -> dict[str, tuple[str, str]]:
+    """fe80:: address -> (node, interface) for every link-local IPv6 address of the node."""
+    return {a.address.lower(): (node, i.name) for i in ifaces for a in i.addresses
+            if a.family == "inet6" and a.address.lower().startswith("fe80:")}

@@ -97,6 +97,14 @@ def mtu(netdev: str) -> str:
     return f"cat /sys/class/net/{shlex.quote(netdev)}/mtu"
 
 
+def port_peers(netdev: str) -> str:
+    """Who answers on a port, before any IPv4 is set: an echo to all nodes (ff02::1) from its IPv6 link-local address;
+    the port's disable_ipv6 first (1: no link-local address, nothing can answer)."""
+    dev = shlex.quote(netdev)
+    return (f"printf 'disable_ipv6 %s\\n' \"$(cat /proc/sys/net/ipv6/conf/{dev}/disable_ipv6 2>/dev/null)\"; "
+            f"ping -6 -n -c 2 -i 1 -w 2 -I {dev} ff02::1 2>&1")
+
+
 def route_to(ip: str) -> str:
     return f"ip -j route get {shlex.quote(ip)}"
 

@@ -149,6 +149,9 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("model_sizing_files", "the model's config.json and safetensors index, both present", None, r.sizing_files,
        needs=("model_config", "model_index")),
     _f("mtu", "a netdev's MTU", lambda cl, n, netdev: c.mtu(netdev), r.integer, per="link"),
+    # ping exits 1 when nothing answers and 2 when it cannot send: both are answers its reader keeps.
+    _f("port_peers", "the IPv6 link-local addresses answering on a port", lambda cl, n, netdev: c.port_peers(netdev),
+       r.parser("port_peers"), tool="ping", package="iputils-ping", ok_exits=ANY_EXIT, per="link", parse_kind="port_peers"),
     _f("route_to", "the route to a peer's link address", lambda cl, n, ip: c.route_to(ip), r.route_dev, tool="ip",
        package="iproute2", ok_exits=ANY_EXIT, empty_ok=True, per="peer"),
     _f("cmdline", "the kernel command line", const(c.CMDLINE), r.cmdline),

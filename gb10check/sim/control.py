@@ -98,8 +98,10 @@ def pub_key_only(pub: str) -> str:
 # ---- networking (root namespace side) ----------------------------------------------
 
 
-def wire(nodes: list[SimNode], addresses: bool = True) -> None:
-    """addresses False: the QSFP links come up without addresses (systemd-networkd gives them from netplan at boot)."""
+def wire(nodes: list[SimNode], addresses: bool = True, topo: str | None = None) -> None:
+    """addresses False: the QSFP links come up without addresses (systemd-networkd gives them from netplan at boot).
+    topo: pair (2 nodes), ring or switch (topology.build); a switch is one bridge per logical link."""
+    topo = topo or ("pair" if len(nodes) == 2 else "switch")
     p, bridge = topology.prefix(), topology.mgmt_bridge()
     run("ip", "link", "add", bridge, "type", "bridge")
     run("ip", "addr", "add", f"{topology.mgmt_net()}.1/24", "dev", bridge)
@@ -112,18 +114,20 @@ def wire(nodes: list[SimNode], addresses: bool = True) -> None:
         run("ip", "link", "set", f"{p}m{n.rank}", "master", bridge, "up")
         run("ip", "-n", ns, "addr", "add", f"{n.mgmt_ip}/24", "dev", "enP7s7")
         run("ip", "-n", ns, "link", "set", "enP7s7", "up")
+        used = {l.netdev for l in n.links}
         for i, (netdev, _) in enumerate(topology.UNCABLED):  # the second QSFP port: present, no cable (kept down)
-            run("ip", "link", "add", f"{p}u{n.rank}{i}", "type", "veth", "peer", "name", netdev, "netns", ns)
-    if len(nodes) == 2:
-        a, b = nodes
-        for la, lb in zip(a.links, b.links):  # one QSFP cable: the real name at both ends
-            run("ip", "link", "add", la.netdev, "netns", a.netns, "type", "veth", "peer", "name", lb.netdev, "netns", b.netns)
-    else:
-        for i, _ in enumerate(nodes[0].links):  # a switch: one bridge per logical link
+            if netdev not in used:
+                run("ip", "link", "add", f"{p}u{n.rank}{i}", "type", "veth", "peer", "name", netdev, "netns", ns)
+    for a, b in topology.cables(nodes, topo):  # one QSFP cable per logical link: the real names at both ends
+        cable(nodes, a, b)
+    if topo == "switch":
+        for i, _ in enumerate(nodes[0].links):  # a switch: one bridge per logical link, no address of its own
             run("ip", "link", "add", f"{p}sw{i}", "type", "bridge")
+            quiet_l2(f"{p}sw{i}")
             run("ip", "link", "set", f"{p}sw{i}", "up")
             for n in nodes:
                 run("ip", "link", "add", f"{p}s{i}n{n.rank}", "type", "veth", "peer", "name", n.links[i].netdev, "netns", n.netns)
+                quiet_l2(f"{p}s{i}n{n.rank}")
                 run("ip", "link", "set", f"{p}s{i}n{n.rank}", "master", f"{p}sw{i}", "up")
     for n in nodes:
         for link in n.links:
@@ -132,10 +136,45 @@ def wire(nodes: list[SimNode], addresses: bool = True) -> None:
             run("ip", "-n", n.netns, "link", "set", link.netdev, "up")
 
 
+def quiet_l2(dev: str) -> None:
+    """A switch's side of a link answers nothing itself (a plain L2 switch): no IPv6 on it."""
+    run("sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1")
+
+
+def cable(nodes: list[SimNode], a: tuple[int, str], b: tuple[int, str]) -> None:
+    """A direct cable (a veth) from rank a's netdev to rank b's."""
+    na, nb = nodes[a[0]], nodes[b[0]]
+    run("ip", "link", "add", a[1], "netns", na.netns, "type", "veth", "peer", "name", b[1], "netns", nb.netns)
+
+
+def recable(plan: list[tuple[tuple[int, str], tuple[int, str]]]) -> None:
+    """Move cables on the running simulation: each (rank, netdev) named loses its cable (and the far end of it) and
+    the plan's cables join them, each end keeping the addresses, MTU and state of its netdev as it was."""
+    names = nodes()
+    sim = [topology.SimNode(name, rank, topology.mgmt_ip(rank)) for rank, name in enumerate(names)]
+    ends = [end for pair in plan for end in pair]
+    kept = {}
+    for rank, dev in ends:
+        info = json.loads(run("ip", "-n", sim[rank].netns, "-j", "addr", "show", "dev", dev).stdout or "[]")
+        kept[(rank, dev)] = info[0] if info else {}
+    for rank, dev in ends:  # a veth goes with its far end: an end already gone is not an error
+        run("ip", "-n", sim[rank].netns, "link", "del", dev, check=False)
+    for a, b in plan:
+        cable(sim, a, b)
+    for (rank, dev), info in kept.items():
+        ns = sim[rank].netns
+        for addr in info.get("addr_info", []):
+            if addr.get("family") == "inet":
+                run("ip", "-n", ns, "addr", "add", f"{addr['local']}/{addr['prefixlen']}", "dev", dev)
+        if info.get("mtu"):
+            run("ip", "-n", ns, "link", "set", dev, "mtu", str(info["mtu"]))
+        run("ip", "-n", ns, "link", "set", dev, "up")
+
+
 def node_state(n: SimNode) -> dict:
     links = {l.netdev: {"rdma_device": l.rdma_device, "speed_mbps": 200000, "bandwidth_gbps": 109.0, "cabled": True} for l in n.links}
     links.update({netdev: {"rdma_device": dev, "speed_mbps": 200000, "bandwidth_gbps": 109.0, "cabled": False}
-                  for netdev, dev in topology.UNCABLED})
+                  for netdev, dev in topology.UNCABLED if netdev not in links})
     order = ["enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"]
     return {"name": n.name, "rank": n.rank, "gpu_name": "NVIDIA GB10", "kernel_module": topology.USER_DRIVER,
             "user_driver": topology.USER_DRIVER, "cuda_version": "13.0", "gpu_uuid": f"GPU-5eb5a1c0-0000-4000-8000-00000000003{n.rank}",
@@ -147,7 +186,7 @@ def node_state(n: SimNode) -> dict:
 # ---- up / down / status ---------------------------------------------------------------
 
 
-def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str = "mp") -> Path:
+def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str = "mp", topo: str | None = None) -> Path:
     """init "plain": our own small init starts sshd, ufw and dockerd (fast); "systemd": systemd is PID 1 of each node and
     runs them as units (host.service() and `systemctl` are real; netplan apply goes through systemd-networkd).
     executor "ray": the cluster file says deploy.executor: ray, so the nodes get the Ray playbook's compose file."""
@@ -168,11 +207,14 @@ def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str
     d = state_dir()
     (d / "nodes").mkdir(parents=True, exist_ok=True)
     d.chmod(0o700)
-    nodes = topology.pair_or_switch(n_nodes)
+    try:
+        nodes, topo = topology.build(n_nodes, topo)
+    except ValueError as exc:
+        raise SimError(str(exc)) from None
     say = (lambda *_: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
     start = time.monotonic()
     try:
-        wire(nodes, addresses=init == "plain")
+        wire(nodes, addresses=init == "plain", topo=topo)
         _, runner_pub = keygen(d / "runner_ed25519", "gb10check-runner")
         shared_key, shared_pub = keygen(d / "shared_ed25519", "gb10sim-shared-cluster-key")
         host_keys = {n.name: keygen(d / "nodes" / f"{n.name}_host_ed25519", n.name) for n in nodes}
@@ -180,7 +222,7 @@ def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str
         (d / "known_hosts").write_text("".join(f"{n.mgmt_ip} {pub_key_only(host_keys[n.name][1])}\n" for n in nodes))
         node_known = "".join(f"{addr} {pub_key_only(host_keys[n.name][1])}\n" for n in nodes
                              for addr in [n.mgmt_ip, n.name] + [l.address.split('/')[0] for l in n.links])
-        (d / "cluster.yaml").write_text(topology.cluster_yaml(nodes, str(d), executor=executor))
+        (d / "cluster.yaml").write_text(topology.cluster_yaml(nodes, str(d), executor=executor, topology=topo))
         cluster = load_cluster(d / "cluster.yaml")
         compose_text = compose.render(cluster)
         workdir = cluster.deploy.workdir
@@ -219,7 +261,7 @@ def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str
         if init == "systemd":
             for n in nodes:
                 wait_booted(n.name, [link.address for link in n.links])
-        (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes, "init": init,
+        (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes, "topology": topo, "init": init,
                                                  "executor": executor}))
     except BaseException:
         down(quiet=True)

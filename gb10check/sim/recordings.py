@@ -60,11 +60,11 @@ def proved_checks(name: str) -> set[str]:
 
 
 def replayed(name: str) -> bool:
-    """Whether the scenario is proven from its recording: a fault of the mp pair (not serving, not Ray) whose every proved
-    check reads facts."""
+    """Whether the scenario is proven from its recording: a fault of the mp pair (not serving, not Ray, not a ring's or a
+    switch's: recordings are of the pair) whose every proved check reads facts."""
     s = scenarios.SCENARIOS[name]
     known = checks()
-    return (name != "healthy" and s.executor == "mp" and bool(s.proves) and all(step.serve is None for step in s.steps)
+    return (name != "healthy" and s.executor == "mp" and s.topology == "pair" and bool(s.proves) and all(step.serve is None for step in s.steps)
             and all(c in known and known[c].reads and c not in LOGIN for c in proved_checks(name)))
 
 

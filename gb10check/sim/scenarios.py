@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from . import control, image, model_files, serve
-from . import provision, topology
+from . import control, image, model_files, provision, serve, topology
 from .provision import MODEL_REPO
 
 
@@ -29,6 +28,8 @@ class Step:
     files: tuple = ()  # files to create in the node (see control.make_files)
     cluster: dict = field(default_factory=dict)  # changes to the sim's cluster file (what the user configured)
     serve: dict | None = None  # restart the head's real vLLM with these options (see sim/serve.py)
+    # cables moved on this machine (control.recable): ((rank, netdev), (rank, netdev)) each; `rank` is unused
+    cables: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class Scenario:
     # The sim's executor it needs: "ray" scenarios change the Ray playbook's stack (`gb10check sim up --executor ray`)
     # and are proven by selftests/test_ray_on_sim.py.
     executor: str = "mp"
+    # The sim's topology it needs (`gb10check sim up --nodes N --topology ...`): pair, ring (3 nodes) or switch (4 nodes);
+    # the ring's and the switch's are proven by selftests/test_cabling_on_sim.py.
+    topology: str = "pair"
 
 
 def _links(**per_link) -> dict:
@@ -458,6 +462,33 @@ SCENARIOS = {s.name: s for s in [
 ]}
 
 
+def _both_halves(*ends) -> tuple:
+    """A physical cable is both logical links of a port (the adapter's two halves): ((rank, port), (rank, port)) pairs,
+    port 0 or 1, as the cables of each half (topology.CABLED: port 0, UNCABLED: port 1)."""
+    names = {0: [d for d, _ in topology.CABLED], 1: [d for d, _ in topology.UNCABLED]}
+    return tuple(((a, names[pa][j]), (b, names[pb][j])) for (a, pa), (b, pb) in ends for j in range(2))
+
+
+# Cabling faults (a ring of three: node i's port 0 to node i+1's port 1; a switch of four). Each fails test_cabling.
+SCENARIOS.update({s.name: s for s in [
+    Scenario("ring-crossed", "ring of three: rank 0's two cables swapped at rank 0 (its port 0 to rank 2's port 0, its port "
+             "1 to rank 1's port 1)",
+             (Step(-1, cables=_both_halves(((0, 0), (2, 0)), ((0, 1), (1, 1)))),),
+             proves=("test_cabling:cable-wrong-peer",), topology="ring"),
+    Scenario("ring-same-port", "ring of three: ranks 0 and 1 joined port 0 to port 0 and ranks 1 and 2 port 1 to port 1 (the "
+             "triangle with ibv_modify_qp error 110)",
+             (Step(-1, cables=_both_halves(((0, 0), (1, 0)), ((1, 1), (2, 1)))),),
+             proves=("test_cabling:cable-wrong-peer",), topology="ring"),
+    Scenario("ring-link-down", "ring of three: rank 1's port 1 (from rank 0's port 0) down: link down, nothing answers",
+             (Step(1, shell="ip link set enp1s0f1np1 down"),),
+             proves=("test_cabling:cable-nothing",), topology="ring"),
+    Scenario("switch-direct-link", "switch of four: rank 0's enP2p1s0f0np0 off the switch, cabled straight to rank 1's free "
+             "port enP2p1s0f1np1 beside it",
+             (Step(-1, cables=(((0, "enP2p1s0f0np0"), (1, "enP2p1s0f1np1")),)),),
+             proves=("test_cabling:cable-beside-switch", "test_cabling:cable-peer-missing"), topology="switch"),
+]})
+
+
 def change_state(node: str, change: dict) -> None:
     """Merge `change` into a node's stand-in state (its syncer renders it within 0.5 s; apply() refreshes at once)."""
     current = json.loads(control.node_exec(node, "cat /etc/gb10sim/state.json").stdout)
@@ -471,17 +502,24 @@ def apply(name: str) -> None:
     names = control.nodes()
     if not names:
         raise ScenarioError("no simulated cluster is up: run `gb10check sim up` first")
-    running = json.loads((control.state_dir() / "sim.json").read_text()).get("executor", "mp")
+    sim_info = json.loads((control.state_dir() / "sim.json").read_text())
+    running = sim_info.get("executor", "mp")
+    if SCENARIOS[name].topology != sim_info.get("topology", "pair"):
+        raise ScenarioError(f"scenario {name} needs the {SCENARIOS[name].topology} topology; the sim runs "
+                            f"{sim_info.get('topology', 'pair')}: `gb10check sim up --nodes N --topology "
+                            f"{SCENARIOS[name].topology}` first")
     if SCENARIOS[name].executor != running:
         raise ScenarioError(f"scenario {name} changes the {SCENARIOS[name].executor} stack; the sim runs {running}: "
                             f"`gb10check sim up --executor {SCENARIOS[name].executor}` first")
     for step in SCENARIOS[name].steps:
+        if step.cables:
+            control.recable(list(step.cables))
         if step.cluster:
             path = control.state_dir() / "cluster.yaml"
             doc = yaml.safe_load(path.read_text())
             path.write_text("# Written by `gb10check sim up`, changed by scenario " + name + "\n" +
                             yaml.safe_dump(merge(doc, step.cluster), sort_keys=False))
-        targets = names if step.rank == -1 else [names[step.rank]]
+        targets = [] if step.cables else names if step.rank == -1 else [names[step.rank]]
         for node in targets:
             if step.files:
                 control.make_files(node, list(step.files))

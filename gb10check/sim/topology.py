@@ -81,10 +81,48 @@ def pair_or_switch(n: int) -> list[SimNode]:
     return nodes
 
 
+def ring(n: int) -> list[SimNode]:
+    """n >= 3 nodes wired as NVIDIA wires a ring: node i's port 0 (both logical links, CABLED) to node i+1's port 1
+    (UNCABLED's names: cabled here), one /24 per logical link of each cable, all inside the firewall's 169.254.0.0/16."""
+    if not 3 <= n <= 8:
+        raise ValueError("the simulated ring has 3 to 8 nodes")
+    nodes = [SimNode(f"thinkstationpgx-{30 + 2 * i}", i, mgmt_ip(i)) for i in range(n)]
+    for i, node in enumerate(nodes):
+        prev = (i - 1) % n
+        node.links = [SimLink(dev, rdma, f"169.254.{10 + 2 * i + j}.1/24") for j, (dev, rdma) in enumerate(CABLED)] + \
+                     [SimLink(dev, rdma, f"169.254.{10 + 2 * prev + j}.2/24") for j, (dev, rdma) in enumerate(UNCABLED)]
+    return nodes
+
+
+TOPOLOGIES = ("pair", "ring", "switch")
+
+
+def build(n: int, topology: str | None = None) -> tuple[list[SimNode], str]:
+    """The nodes of a simulated cluster and its topology: a pair for 2 nodes, else the ring or the switch asked for."""
+    topology = topology or ("pair" if n == 2 else "switch")
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"unknown topology {topology!r}: one of {', '.join(TOPOLOGIES)}")
+    if (topology == "pair") != (n == 2):
+        raise ValueError(f"a pair has 2 nodes, a ring or a switch 3 or more; asked: {topology} of {n}")
+    return (ring(n) if topology == "ring" else pair_or_switch(n)), topology
+
+
+def cables(nodes: list[SimNode], topology: str) -> list[tuple[tuple[int, str], tuple[int, str]]]:
+    """The direct cables, one per logical link: ((rank, netdev), (rank, netdev)); a switch has none (its bridges)."""
+    if topology == "pair":
+        a, b = nodes
+        return [((a.rank, la.netdev), (b.rank, lb.netdev)) for la, lb in zip(a.links, b.links)]
+    if topology == "ring":
+        n = len(nodes)
+        return [((i, dev), ((i + 1) % n, far)) for i in range(n) for (dev, _), (far, _) in zip(CABLED, UNCABLED)]
+    return []
+
+
 EXECUTORS = ("mp", "ray")
 
 
-def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, executor: str = "mp") -> str:
+def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, executor: str = "mp",
+                 topology: str | None = None) -> str:
     """The cluster file for the simulation: the seed's deployment, sized for this machine. executor "ray": NVIDIA's
     two-node playbook (a Ray head and workers; docs/ray.md) instead of the field report's mp."""
     if executor not in EXECUTORS:
@@ -96,6 +134,7 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, execu
         "ssh": {"user": USER, "port": ssh_port, "identity_file": f"{state_dir}/runner_ed25519",
                 "known_hosts": f"{state_dir}/known_hosts",
                 "cluster_key": f"{state_dir}/shared_ed25519", "connect_timeout_s": 5, "command_timeout_s": 60},
+        **({"topology": topology} if topology and len(nodes) > 2 else {}),
         "nodes": [{"name": n.name, "address": n.mgmt_ip, "rank": n.rank,
                    "links": [{"netdev": l.netdev, "rdma_device": l.rdma_device, "address": l.address} for l in n.links]}
                   for n in nodes],
