@@ -7,7 +7,7 @@ reachable from the command line and must have captures that exercise it.
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
-from . import apt, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nmcli, nvidia, perftest, rdma, ray, ufw, vllm_api, vllm_log
+from . import apt, collectives, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nmcli, nvidia, perftest, rdma, ray, ufw, vllm_api, vllm_log
 from ._text import ParseError
 
 
@@ -25,6 +25,8 @@ KINDS: dict[str, Kind] = {
     "ibstat": Kind(rdma.parse_ibstat, "ibstat"),
     "perftest": Kind(perftest.parse, "ib_write_bw / ib_read_bw / ib_send_bw / ib_*_lat client or server output"),
     "nccl_tests": Kind(nccl.parse, "nccl-tests *_perf output"),
+    "nccl_collectives": Kind(collectives.parse, "one rank of gb10check's collectives canary (gb10check/canary/collectives.py), "
+                                                "NCCL_DEBUG=INFO lines included"),
     "ufw_status": Kind(ufw.parse_status, "ufw status [verbose|numbered]"),
     "ufw_user_rules": Kind(ufw.parse_user_rules, "/etc/ufw/user.rules"),
     "nvidia_smi": Kind(nvidia.parse_smi, "nvidia-smi (default table)"),

@@ -5,6 +5,7 @@ head's views, the clock, ib_write_bw and nccl-tests. Each answers a value or sto
 import base64
 import contextlib
 import json
+import re
 import shlex
 import time
 from dataclasses import dataclass
@@ -291,3 +292,43 @@ def nccl_all_gather(cluster: Cluster, head: RemoteNode) -> tuple[list[str], str,
         return missing, hca, command, None
     out = head.run(command, timeout=600)
     return [], hca, command, Output(command, out.rc, out.stdout, out.stderr)
+
+
+# ---- the collectives canary: one rank per node, in the image, each with its own node's environment -------------------
+
+COLLECTIVES_PORT = 29533  # the canary's rendezvous on rank 0 (torch's TCP store), across the QSFP subnet
+COLLECTIVES_TIMEOUT_S = 300
+# What a rank takes from its own node's service environment: what steers NCCL, Gloo and the library it loads.
+RANK_ENV = re.compile(r"^(?:NCCL_\w+|GLOO_\w+|TP_SOCKET_IFNAME|UCX_\w+|TORCH_NCCL_\w+|CUDA_VISIBLE_DEVICES|LD_PRELOAD|LD_LIBRARY_PATH)$")
+
+
+def collectives_command(cluster: Cluster, rank: int, env: dict[str, str]) -> tuple[str, str]:
+    """(command, what to show) of one rank of the collectives canary: the image started as the service starts it (host
+    network and IPC, the RDMA devices, unlimited memlock) with the NCCL/Gloo variables of THIS node's service."""
+    d = cluster.deploy
+    own = {k: v for k, v in sorted(env.items()) if RANK_ENV.match(k)}
+    args = ("-", "--rank", str(rank), "--world", str(len(cluster.nodes)), "--master", cluster.master_addr,
+            "--port", str(COLLECTIVES_PORT), "--timeout", "120")
+    tail = " ".join(shlex.quote(a) for a in args)
+    encoded = base64.b64encode(canary.source("collectives").encode()).decode()
+    if d.canary_python:
+        runner = " ".join(["env", *(shlex.quote(f"{k}={v}") for k, v in own.items()), shlex.quote(d.canary_python), tail])
+    else:
+        volumes = "".join(f" -v {shlex.quote(v)}" for v in d.extra_volumes)
+        devices = " --device /dev/infiniband:/dev/infiniband" if d.map_infiniband else ""
+        envs = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in own.items())
+        runner = (f"docker run --rm -i --pull never --gpus all --network host --ipc host --ulimit memlock=-1 "
+                  f"--cap-add IPC_LOCK{devices}{volumes}{envs} {shlex.quote(d.image)} python3 {tail}")
+    return (f"echo {encoded} | base64 -d | timeout {COLLECTIVES_TIMEOUT_S} {runner}",
+            f"{runner} < gb10check/canary/collectives.py")
+
+
+def nccl_collectives(head: RemoteNode, environments: dict[str, dict[str, str]]) -> dict[str, tuple[str, Output | RemoteError]]:
+    """node -> (the command as shown, its Output or RemoteError): the collectives canary on every node at once, each rank
+    with its own node's service environment (environments: node name -> that node's interpolated service environment)."""
+    cluster = head.fleet.cluster
+    commands, shown = {}, {}
+    for rank, node in enumerate(cluster.by_rank()):
+        commands[node.name], shown[node.name] = collectives_command(cluster, rank, environments.get(node.name, {}))
+    got = head.fleet.at_once(commands, COLLECTIVES_TIMEOUT_S + 30)
+    return {name: (shown[name], out) for name, out in got.items()}
