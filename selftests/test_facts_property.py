@@ -44,6 +44,7 @@ LIVE_AFTER_FACTS = {
     "test_gpu_compute": "times a matmul live on every node at once",
     "test_shard_read_rate": "reads a shard live",
     "test_compose_lint": "runs the service's command in a dry run on the node",
+    "test_nccl_collectives": "runs the collectives canary in the image on every node at once",
 }
 MODES = {
     "tool missing": (127, "", "sh: 1: {tool}: not found\n"),
