@@ -276,18 +276,25 @@ def ib_write_bw(lp, expect) -> Output:
 
 
 NCCL_TOOLS = ("mpirun", "all_gather_perf")
+NCCL_TESTS_ENV = re.compile(r"^NCCL_\w+$")
 
 
-def nccl_all_gather(cluster: Cluster, head: RemoteNode) -> tuple[list[str], str, str, Output | None]:
-    """(tools missing on rank 0, the HCA list, the command, its output): nccl-tests' all_gather_perf across every node
-    through mpirun from rank 0, or no run when a tool is missing."""
+def nccl_all_gather(cluster: Cluster, head: RemoteNode, environments: dict[str, dict[str, str]]
+                    ) -> tuple[list[str], str, str, Output | None]:
+    """(tools missing on rank 0, the HCA lists, the command, its output): nccl-tests' all_gather_perf across every node
+    through mpirun from rank 0, one application context per rank (MPMD, `:`), each run through `env` with the NCCL
+    variables of ITS node's service (environments: node name -> that node's interpolated service environment), NCCL_DEBUG
+    at INFO for the channel lines; no run when a tool is missing."""
     missing = [tool for tool in NCCL_TOOLS if head.run(f"command -v {tool}").rc != 0]
-    nodes = cluster.by_rank()
-    hosts = ",".join(f"{n.links[0].ip}:1" for n in nodes)
-    hca = "=" + ",".join(l.rdma_device for l in cluster.head.links if l.rdma_device)
-    command = (f"mpirun -np {len(nodes)} -H {hosts} -x NCCL_DEBUG=INFO -x NCCL_IB_HCA={hca} "
-               f"-x NCCL_IB_GID_INDEX={cluster.expect.roce_gid_index} -x NCCL_SOCKET_IFNAME={cluster.head.links[0].netdev} "
-               "all_gather_perf -b 1G -e 1G -f 2")
+    segments, hcas = [], []
+    for node in cluster.by_rank():
+        own = {k: v for k, v in sorted(environments.get(node.name, {}).items()) if NCCL_TESTS_ENV.match(k)}
+        own["NCCL_DEBUG"] = "INFO"
+        hcas.append(f"{node.name}: {own.get('NCCL_IB_HCA', 'unset')}")
+        assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in own.items())
+        segments.append(f"-np 1 -H {node.links[0].ip}:1 env {assignments} all_gather_perf -b 1G -e 1G -f 2")
+    command = "mpirun " + " : ".join(segments)
+    hca = "; ".join(hcas)
     if missing:
         return missing, hca, command, None
     out = head.run(command, timeout=600)

@@ -13,8 +13,14 @@ from gb10check.verdict import not_checked, report
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 
+def rank_environments(cluster, head) -> dict[str, dict[str, str]]:
+    """Each node's own service environment (interpolated with its .env): what its rank runs with."""
+    return {n.name: service_environment(read(head.fleet.node(n.name), "vllm_service")[1]) for n in cluster.by_rank()}
+
+
+@reads("vllm_service")
 def test_nccl_all_gather(cluster, head, measurements):
-    missing, hca, _, out = nccl_all_gather(cluster, head)
+    missing, hca, _, out = nccl_all_gather(cluster, head, rank_environments(cluster, head))
     if missing:
         not_checked(Code.TOOL_MISSING, head.name, f"{' and '.join(f'`{m}`' for m in missing)} not on PATH",
                     "MPI and NVIDIA's nccl-tests, to measure NCCL bus bandwidth", tool=" and ".join(missing),
@@ -37,8 +43,7 @@ def test_nccl_collectives(cluster, head, measurements):
     fleet = head.fleet
     for n in cluster.by_rank():
         read(fleet.node(n.name), "canary_runner")  # docker usable and the image there (or deploy.canary_python)
-    environments = {n.name: service_environment(read(fleet.node(n.name), "vllm_service")[1]) for n in cluster.by_rank()}
-    got = nccl_collectives(head, environments)
+    got = nccl_collectives(head, rank_environments(cluster, head))
     ranks = []
     for rank, node in enumerate(cluster.by_rank()):
         shown, out = got[node.name]

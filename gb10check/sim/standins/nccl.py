@@ -14,26 +14,56 @@ from .common import roce_v2_ipv4_index, state
 SOCKET_BUSBW_GBPS = 20.0  # what a socket fallback over the 200G link gives, about 2.5 GB/s
 
 
+def contexts(args: list[str]) -> list[tuple[list[str], dict, str, list[str]]]:
+    """mpirun's application contexts (MPMD, separated by `:`), each (hosts, env, program, program's args): -np N,
+    -H ip:1[,ip:1], -x VAR[=value], --mca K V, then PROGRAM ARGS, where PROGRAM may be `env VAR=value ... PROGRAM`."""
+    out, hosts, env = [], [], {}
+    segments: list[list[str]] = [[]]
+    for a in args:
+        if a == ":":
+            segments.append([])
+        else:
+            segments[-1].append(a)
+    for seg in segments:
+        env = dict(env)  # -x of an earlier context is not this one's; the globals before the first are every one's
+        hosts_here, i = [], 0
+        while i < len(seg):
+            a = seg[i]
+            if a in ("-np", "-n", "--mca", "-H", "--host", "-x") and i + 1 < len(seg):
+                if a in ("-H", "--host"):
+                    hosts_here = [h.split(":")[0] for h in seg[i + 1].split(",")]
+                elif a == "-x":
+                    key, _, value = seg[i + 1].partition("=")
+                    env[key] = value or os.environ.get(key, "")
+                i += 3 if a == "--mca" else 2
+                continue
+            if a.startswith("-"):
+                i += 1
+                continue
+            break
+        rest = seg[i:]
+        own = {}
+        if rest and os.path.basename(rest[0]) == "env":
+            rest = rest[1:]
+            while rest and "=" in rest[0] and not rest[0].startswith("-"):
+                key, _, value = rest.pop(0).partition("=")
+                own[key] = value
+        out.append((hosts_here or hosts, {**env, **own}, rest[0] if rest else "", rest[1:]))
+        hosts = hosts_here or hosts
+    return out
+
+
 def mpirun(args: list[str]) -> int:
-    """mpirun -np N -H ip:1,ip:1 [-x VAR[=value]]... PROGRAM ARGS: reaches every host over real SSH first."""
-    hosts, env, i = [], {}, 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-np", "-n", "--mca", "-H", "--host", "-x") and i + 1 < len(args):
-            if a in ("-H", "--host"):
-                hosts = [h.split(":")[0] for h in args[i + 1].split(",")]
-            elif a == "-x":
-                key, _, value = args[i + 1].partition("=")
-                env[key] = value or os.environ.get(key, "")
-            i += 3 if a == "--mca" else 2
-            continue
-        if a.startswith("-"):
-            i += 1
-            continue
-        break
-    program = os.path.basename(args[i]) if i < len(args) else ""
+    """mpirun -np N -H ip:1,ip:1 [-x VAR[=value]]... PROGRAM ARGS, or one context per rank (`-np 1 -H ip:1 env VAR=value
+    PROGRAM ARGS : ...`): reaches every host over real SSH first. Each rank takes the environment of its own context."""
+    ranks = [(host, env, program) for hosts, env, program, _ in contexts(args) for host in hosts]
+    hosts = [h for h, _, _ in ranks]
+    envs = [e for _, e, _ in ranks]
+    names = {os.path.basename(p) for _, _, p in ranks} or {""}
+    program = names.pop() if len(names) == 1 else ""
     if program not in ("all_gather_perf", "all_reduce_perf"):
-        print(f"mpirun was unable to find the specified executable file: {args[i] if i < len(args) else ''}", file=sys.stderr)
+        shown = next((p for _, _, p in ranks if os.path.basename(p) not in ("all_gather_perf", "all_reduce_perf")), "")
+        print(f"mpirun was unable to find the specified executable file: {shown}", file=sys.stderr)
         return 1
     peers = []
     listen = ("nohup python3 -c 'import socket,sys; s=socket.create_server((sys.argv[1],29600)); s.settimeout(8); s.accept()' "
@@ -60,26 +90,35 @@ def mpirun(args: list[str]) -> int:
             print(f"{me}:4242:4242 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to {host}<29600> failed : {exc}")
             print(f"{me}: Test NCCL failure common.cu:1279 'remote process exited or there was a network error'")
             return 1
-    return nccl_test(program, hosts, peers, env)
+    return nccl_test(program, hosts, peers, envs)
 
 
-def nccl_test(program: str, hosts: list[str], peers: list[dict], env: dict) -> int:
-    hcas = [h.split(":")[0] for h in env.get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
-    gid = env.get("NCCL_IB_GID_INDEX")  # unset: NCCL finds the RoCE v2 IPv4 entry by itself
-    ib_ok = bool(hcas)
-    for peer in peers:  # RoCE only where every rank's HCAs are ACTIVE with RoCE v2 at the GID index given
+def hca_list(env: dict) -> list[str]:
+    return [h.split(":")[0] for h in env.get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
+
+
+def nccl_test(program: str, hosts: list[str], peers: list[dict], envs: list[dict]) -> int:
+    """Each rank (peers[r], with envs[r], its own environment) on RoCE only where its HCAs are ACTIVE on its node with
+    RoCE v2 at the GID index it is given; one rank that cannot is the whole run on the socket fallback."""
+    ib_ok = bool(peers)
+    for peer, env in zip(peers, envs):
+        hcas, gid = hca_list(env), env.get("NCCL_IB_GID_INDEX")  # GID unset: NCCL finds the RoCE v2 IPv4 entry by itself
         right_index = roce_v2_ipv4_index(peer.get("gid_layout", "standard"))  # the same table the sysfs stand-in writes
-        ib_ok = ib_ok and (gid is None or gid == str(right_index)) and set(hcas) <= peer.get("active", set())
+        ib_ok = ib_ok and bool(hcas) and (gid is None or gid == str(right_index)) and set(hcas) <= peer.get("active", set())
     busbw = min(p.get("nccl_busbw_gbps", 183.7) for p in peers) if ib_ok else SOCKET_BUSBW_GBPS
-    me = socket.gethostname()
-    ifname = env.get("NCCL_SOCKET_IFNAME", "enp1s0f0np0")
-    if ib_ok:
-        print(f"{me}:4242:4242 [0] NCCL INFO NET/IB : Using " + " ".join(f"[{i}]{h}:1/RoCE" for i, h in enumerate(hcas)) +
-              f" [RO]; OOB {ifname}:{hosts[0] if hosts else ''}<0>")
-    else:
-        print(f"{me}:4242:4242 [0] NCCL INFO NET/IB : No device found.")
-        print(f"{me}:4242:4242 [0] NCCL INFO NET/Socket : Using [0]{ifname}:{hosts[0] if hosts else ''}<0>")
-    print(f"{me}:4242:4242 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/{'IB' if ib_ok else 'Socket'}/0")
+    for r, (peer, env) in enumerate(zip(peers, envs)):
+        me = peer.get("name") or socket.gethostname()
+        ifname = env.get("NCCL_SOCKET_IFNAME", "enp1s0f0np0")
+        hcas = hca_list(env)
+        mine_ok = bool(hcas) and set(hcas) <= peer.get("active", set())
+        if mine_ok:
+            print(f"{me}:{4242 + r}:{4242 + r} [0] NCCL INFO NET/IB : Using " +
+                  " ".join(f"[{i}]{h}:1/RoCE" for i, h in enumerate(hcas)) + f" [RO]; OOB {ifname}:{hosts[r] if r < len(hosts) else ''}<0>")
+        else:
+            print(f"{me}:{4242 + r}:{4242 + r} [0] NCCL INFO NET/IB : No device found.")
+            print(f"{me}:{4242 + r}:{4242 + r} [0] NCCL INFO NET/Socket : Using [0]{ifname}:{hosts[r] if r < len(hosts) else ''}<0>")
+        side = "send" if r == 0 else "receive"
+        print(f"{me}:{4242 + r}:{4242 + r} [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [{side}] via NET/{'IB' if ib_ok else 'Socket'}/0")
     size = 1 << 30
     gbs = busbw / 8  # nccl-tests prints GB/s
     n = max(1, len(peers))
@@ -110,4 +149,4 @@ def nccl_test(program: str, hosts: list[str], peers: list[dict], env: dict) -> i
 
 def all_gather_perf(args: list[str]) -> int:
     """Run alone (no mpirun): one rank, this node."""
-    return nccl_test("all_gather_perf", [], [state()], {})
+    return nccl_test("all_gather_perf", [], [state()], [{}])
