@@ -285,7 +285,8 @@ def nccl_all_gather(cluster: Cluster, head: RemoteNode, environments: dict[str, 
     through mpirun from rank 0, one application context per rank (MPMD, `:`), each run through `env` with the NCCL
     variables of ITS node's service (environments: node name -> that node's interpolated service environment), NCCL_DEBUG
     at INFO for the channel lines; no run when a tool is missing."""
-    missing = [tool for tool in NCCL_TOOLS if head.run(f"command -v {tool}").rc != 0]
+    once = head.fleet.once  # once per run, and kept in a recording: the run is judged again from it
+    missing = [tool for tool in NCCL_TOOLS if once(head.name, f"command -v {tool}", cluster.ssh.command_timeout_s).rc != 0]
     segments, hcas = [], []
     for node in cluster.by_rank():
         own = {k: v for k, v in sorted(environments.get(node.name, {}).items()) if NCCL_TESTS_ENV.match(k)}
@@ -297,8 +298,7 @@ def nccl_all_gather(cluster: Cluster, head: RemoteNode, environments: dict[str, 
     hca = "; ".join(hcas)
     if missing:
         return missing, hca, command, None
-    out = head.run(command, timeout=600)
-    return [], hca, command, Output(command, out.rc, out.stdout, out.stderr)
+    return [], hca, command, once(head.name, command, 600)
 
 
 # ---- the collectives canary: one rank per node, in the image, each with its own node's environment -------------------
@@ -311,7 +311,8 @@ RANK_ENV = re.compile(r"^(?:NCCL_\w+|GLOO_\w+|TP_SOCKET_IFNAME|UCX_\w+|TORCH_NCC
 
 def collectives_command(cluster: Cluster, rank: int, env: dict[str, str]) -> tuple[str, str]:
     """(command, what to show) of one rank of the collectives canary: the image started as the service starts it (host
-    network and IPC, the RDMA devices, unlimited memlock) with the NCCL/Gloo variables of THIS node's service."""
+    network and IPC, the RDMA devices and unlimited memlock where the deployment maps them) with the NCCL/Gloo variables
+    of THIS node's service."""
     d = cluster.deploy
     own = {k: v for k, v in sorted(env.items()) if RANK_ENV.match(k)}
     args = ("-", "--rank", str(rank), "--world", str(len(cluster.nodes)), "--master", cluster.master_addr,
@@ -324,7 +325,8 @@ def collectives_command(cluster: Cluster, rank: int, env: dict[str, str]) -> tup
         volumes = "".join(f" -v {shlex.quote(v)}" for v in d.extra_volumes)
         devices = " --device /dev/infiniband:/dev/infiniband" if d.map_infiniband else ""
         envs = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in own.items())
-        runner = (f"docker run --rm -i --pull never --gpus all --network host --ipc host --ulimit memlock=-1 "
+        memlock = " --ulimit memlock=-1" if d.memlock_unlimited else ""
+        runner = (f"docker run --rm -i --pull never --gpus all --network host --ipc host{memlock} "
                   f"--cap-add IPC_LOCK{devices}{volumes}{envs} {shlex.quote(d.image)} python3 {tail}")
     return (f"echo {encoded} | base64 -d | timeout {COLLECTIVES_TIMEOUT_S} {runner}",
             f"{runner} < gb10check/canary/collectives.py")

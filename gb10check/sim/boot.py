@@ -255,6 +255,11 @@ def configure(root: str, spec: dict) -> None:
         link = f"{root}/usr/local/bin/{tool}"
         if not os.path.lexists(link):
             os.symlink(f"{STANDINS}/__main__.py", link)
+    os.makedirs(f"{root}{standins_tools.IMAGE_BIN}", exist_ok=True)
+    for tool in standins_tools.IMAGE_TOOLS:  # first on the deployment image's PATH (sim/image.py)
+        link = f"{root}{standins_tools.IMAGE_BIN}/{tool}"
+        if not os.path.lexists(link):
+            os.symlink(f"{STANDINS}/__main__.py", link)
 
 
 def firewall(spec: dict) -> None:
