@@ -7,12 +7,14 @@ Each rank's output is built as the canary prints it: NCCL's own lines of that ra
 size), so every figure and every NCCL line judged was printed by a real run. The canary itself has not run on a GPU yet
 (the device machine was not lent in this session): its lines' layout is the program's (gb10check/canary/collectives.py)."""
 
+import base64
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from gb10check import canary, facts, gather
+from gb10check import canary, gather
 from gb10check.checks.nccl import SMALL, RankRun, judge_collectives
 from gb10check.cluster import Expect, load_cluster
 from gb10check.facts import ParseError, parse
@@ -199,18 +201,31 @@ def test_every_new_code_has_its_fix():
 # ---- the command: each rank with its own node's environment -----------------------------------------------------------
 
 def test_each_rank_gets_its_own_nodes_environment():
-    from pathlib import Path
-
     cluster = load_cluster(Path(__file__).resolve().parent.parent / "cluster.example.yaml")
     own = {0: {"NCCL_IB_HCA": "=rocep1s0f1", "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "HF_TOKEN": "secret", "NCCL_DEBUG": "WARN"},
            1: {"NCCL_IB_HCA": "=roceP2p1s0f1", "NCCL_SOCKET_IFNAME": "enP2p1s0f1np1"}}
     for rank, env in own.items():
         command, shown = gather.collectives_command(cluster, rank, env)
-        import base64
-
         encoded = re.search(r"echo (\S+) \| base64 -d \| timeout \d+ docker run ", command)[1]
         assert base64.b64decode(encoded).decode() == canary.source("collectives")
         assert f"-e NCCL_IB_HCA={env['NCCL_IB_HCA']} " in shown and f"-e NCCL_SOCKET_IFNAME={env['NCCL_SOCKET_IFNAME']} " in shown
         assert "HF_TOKEN" not in command and "secret" not in command  # only what steers NCCL, Gloo and the library
         assert f"--rank {rank} --world {len(cluster.nodes)} --master {cluster.master_addr} " in shown
         assert "--network host --ipc host --ulimit memlock=-1" in shown
+
+
+SIM_PYTHON = Path("/var/cache/gb10check/vllm-venv/bin/python3")  # gb10check/sim/provision.py's venv: CPU torch
+
+
+@pytest.mark.skipif(not SIM_PYTHON.exists(), reason="no simulation venv (CPU torch) on this machine: gb10check sim provisions it")
+def test_the_program_on_a_cpu_torch_says_so_and_the_check_skips():
+    """The real program on a real CPU torch: its error line, which test_nccl_collectives takes for a skip (a CPU image)."""
+    import subprocess
+
+    from tests.network.test_nccl import CPU_BUILD
+
+    done = subprocess.run([str(SIM_PYTHON), "-", "--rank", "0", "--world", "2", "--master", "127.0.0.1", "--port", "1"],
+                          input=canary.source("collectives"), capture_output=True, text=True, timeout=120)
+    run = parse("nccl_collectives", done.stdout)
+    assert done.returncode == 1 and run.rank == 0 and not run.done and not run.rows
+    assert CPU_BUILD in run.error and run.error.endswith("(a CPU build)"), run.error
