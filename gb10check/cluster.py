@@ -262,6 +262,10 @@ class Expect(Strict):
     roce_gid_index: int = Field(ge=0)
     min_ib_write_bw_gbps: float = Field(gt=0)  # per logical link, ib_write_bw one link at a time
     min_nccl_busbw_gbps: float = Field(gt=0)  # all_gather_perf across the nodes, bus bandwidth
+    # test_nccl_collectives (gb10check/canary/collectives.py): the bus bandwidth of its largest size (256 MB) of
+    # all_reduce and all_gather, and the time of one 8 KB all_reduce (a warning above it).
+    min_collective_busbw_gbps: float = Field(gt=0)
+    max_collective_8k_latency_us: float = Field(gt=0)
     # test_gpu_compute: bf16 matmul in the image (gb10check/canary/matmul.py), nvidia-smi sampling under it.
     min_tflops: float = Field(ge=0)
     min_sm_clock_mhz: float = Field(ge=0)  # median SM clock of the samples under load

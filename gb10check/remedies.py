@@ -101,6 +101,11 @@ class Code(str, Enum):
     NCCL_CONF_CONFLICT = "nccl-conf-conflict"
     NCCL_CONF_SILENT = "nccl-conf-silent"
     NCCL_NET_PLUGIN = "nccl-net-plugin"
+    # The collectives canary (test_nccl_collectives): each rank in the image with its own node's environment.
+    COLLECTIVES_RUN = "nccl-collectives-run"
+    NCCL_CHANNEL_MAP = "nccl-channel-map"
+    COLLECTIVES_BANDWIDTH = "nccl-collectives-bandwidth"
+    NCCL_LATENCY = "nccl-small-latency"
     GPU_COMPUTE_LOW = "gpu-compute-low"
     GPU_CLOCK_LOW = "gpu-clock-low"
     GPU_COMPUTE_SPREAD = "gpu-compute-spread"
@@ -357,6 +362,18 @@ REMEDIES: dict[Code, str] = {
                           "log) replaces NCCL's own IB code, with its own reading of the NCCL_IB_* variables",
     Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "
                          "Dell GB10 pair: 22.96 GB/s all_gather bus bandwidth",
+    Code.COLLECTIVES_RUN: "read the rank's NCCL WARN lines in the canary's output: a rank that never met the others is the "
+                          "rendezvous (MASTER_ADDR reachable over the QSFP subnet, ufw open between the nodes, the same "
+                          "image on every node); a failed connection is NCCL_SOCKET_IFNAME or NCCL_IB_HCA naming what "
+                          "that node lacks (each node's compose environment names its own)",
+    Code.NCCL_CHANNEL_MAP: "give each node's service its own NCCL_IB_HCA and NCCL_SOCKET_IFNAME, the devices of the links it is "
+                           "cabled on (ibdev2netdev on that node), and keep both ends of each cable in one subnet: a channel "
+                           "whose ends sit on two subnets crosses between links or is routed",
+    Code.COLLECTIVES_BANDWIDTH: "check both links carry RoCE (channel lines via NET/IB on both HCAs), the cable and the "
+                                "link speed (test_link_speed), and that nothing else loads the GPUs or the links",
+    Code.NCCL_LATENCY: "small all_reduces are what each decode step waits on: check the channel lines are NET/IB (not "
+                       "Socket), NCCL_IB_GID_INDEX, no NCCL_PROTO/NCCL_ALGO override in the environment, and the nodes' "
+                       "CPU governor and load",
     Code.VERSION_DIFFERS: "make the {what} of {node} what {head} runs (the same BIOS via fwupdmgr or the vendor's package, "
                           "the same ConnectX firmware via the OS image's firmware updater, the same GRUB_CMDLINE_LINUX_DEFAULT "
                           "then sudo update-grub), then reboot {node}",

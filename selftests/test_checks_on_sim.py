@@ -24,6 +24,7 @@ A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 L0, L1 = "enp1s0f0np0", "enP2p1s0f0np0"
 PF, NW = "tests/preflight", "tests/network"
 NCCL = f"{NW}/test_nccl.py::test_nccl_all_gather"
+COLLECTIVES = f"{NW}/test_nccl.py::test_nccl_collectives"
 
 
 def path(src, dst, link):
@@ -204,6 +205,23 @@ EXPECTED: dict[str, dict[str, str]] = {
     "netplan-missing-link": {
         f"{NW}/test_addressing.py::test_netplan_file[{A}]": rf"\[netplan-content\] {A}: saw /etc/netplan/40-cx7\.yaml does not mention {L1}",
     },
+    "nccl-hca-own-rank": {  # rank 0's environment for every rank (the old mpirun -x) would have passed
+        f"{PF}/test_compose.py::test_compose_same_as_head[{B}]": rf"\[compose-differs\] {B}: saw /home/lenovo/vllm/compose\.yml ",
+        f"{PF}/test_compose.py::test_compose_lint[{B}]": r"\[compose-env\] .*NCCL_IB_HCA==rocep1s0f1: rocep1s0f1 is not an ACTIVE "
+                                                        r"RDMA device here",
+        NCCL: rf"\[nccl-socket-fallback\] .*NET/Socket.*\n.*{B}: =rocep1s0f1.*\n\[nccl-bandwidth\] .*bus bandwidth 20\.0 Gb/s",
+        COLLECTIVES: rf"\[nccl-socket-fallback\] {B} \(rank 1\): saw 4 channel line\(s\) via NET/Socket \(socket fallback\); "
+                     rf"NCCL found no IB device \(NET/IB : No device found\); its NCCL_IB_HCA==rocep1s0f1",
+    },
+    "nccl-hca-crossed": {
+        f"{PF}/test_compose.py::test_compose_same_as_head[{B}]": rf"\[compose-differs\] {B}: saw /home/lenovo/vllm/compose\.yml ",
+        COLLECTIVES: rf"\[nccl-channel-map\] {A} \(rank 0\) -> {B} \(rank 1\): saw channel 00 sends on {A}'s rocep1s0f0 "
+                     rf"\(169\.254\.0\.0/16\) and is received on {B}'s roceP2p1s0f0 \(192\.168\.101\.0/24\)",
+    },
+    "nccl-slow": {
+        NCCL: r"\[nccl-bandwidth\] .*bus bandwidth 60\.0 Gb/s",
+        COLLECTIVES: r"\[nccl-collectives-bandwidth\] .*all_reduce bus bandwidth 59\.9 Gb/s \(7\.48 GB/s\) at 268435456 bytes",
+    },
     "compose-differs": {
         f"{PF}/test_compose.py::test_compose_same_as_head[{B}]": rf"\[compose-differs\] {B}: saw /home/lenovo/vllm/compose\.yml "
                                                                rf"sha256 \w+; expected sha256 \w+ as on {A}",
@@ -314,7 +332,7 @@ def bed():
 
 # The checks marked slow: measurements, and the container canaries (a torch import in a container on every node of this
 # 2-core machine; on the sim's CPU torch the two image canaries skip: no NCCL to identify, no CUDA kernel to build).
-SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_gpu_compute", "test_image_nccl", "test_image_kernels"}
+SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_nccl_collectives", "test_gpu_compute", "test_image_nccl", "test_image_kernels"}
 
 
 def selection_for(name: str) -> list[str]:
@@ -405,6 +423,9 @@ VISIBLE = {
     "default-route-qsfp": (1, "ip route show default", "dev enp1s0f0np0"),
     "netplan-missing-link": (0, "grep -c enP2p1s0f0np0 /etc/netplan/40-cx7.yaml", "0"),
     "nccl-absent": (0, "command -v mpirun all_gather_perf || echo none", "none"),
+    "nccl-hca-own-rank": (1, "grep NCCL_IB_HCA /home/lenovo/vllm/compose.yml", "NCCL_IB_HCA: =rocep1s0f1"),
+    "nccl-hca-crossed": (1, "grep NCCL_IB_HCA /home/lenovo/vllm/compose.yml", "NCCL_IB_HCA: =roceP2p1s0f0,rocep1s0f0"),
+    "nccl-slow": (1, "cat /etc/gb10sim/state.json", '"nccl_small_latency_us": 80.0'),
     "compose-differs": (1, "grep NCCL_DEBUG /home/lenovo/vllm/compose.yml", "NCCL_DEBUG: INFO"),
     "env-dup-rank": (1, "cat /home/lenovo/vllm/.env", "NODE_RANK=0"),
     "no-headless": (1, "grep -c 'args+=(--headless)' /home/lenovo/vllm/compose.yml", "0"),

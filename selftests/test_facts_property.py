@@ -32,7 +32,6 @@ H200 = Path(__file__).resolve().parent / "captures" / "facts" / "h200-local.json
 LIVE = {
     "test_clock_skew": "reads the node's clock live (a recorded time is stale)",
     "test_ib_write_bw": "runs ib_write_bw across the link",
-    "test_nccl_all_gather": "runs nccl-tests across the nodes",
     "test_ping": "the reachability probes run live", "test_ssh_mesh": "the reachability probes run live",
     "test_port_open": "the reachability probes run live", "test_path_mtu": "the reachability probes run live",
     "test_ray_status": "reads rank 0's running Ray", "test_ray_node_address": "reads rank 0's running Ray",
@@ -44,6 +43,8 @@ LIVE_AFTER_FACTS = {
     "test_gpu_compute": "times a matmul live on every node at once",
     "test_shard_read_rate": "reads a shard live",
     "test_compose_lint": "runs the service's command in a dry run on the node",
+    "test_nccl_collectives": "runs the collectives canary in the image on every node at once",
+    "test_nccl_all_gather": "runs nccl-tests across the nodes, each rank with its node's service environment",
 }
 MODES = {
     "tool missing": (127, "", "sh: 1: {tool}: not found\n"),

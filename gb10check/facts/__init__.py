@@ -7,7 +7,7 @@ reachable from the command line and must have captures that exercise it.
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
-from . import apt, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nccl_conf, nmcli, nvidia, nvidia_ctk, perftest, ray, rdma, ufw, vllm_api, vllm_log
+from . import apt, collectives, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nccl_conf, nmcli, nvidia, nvidia_ctk, perftest, ray, rdma, ufw, vllm_api, vllm_log
 from ._text import ParseError
 
 
@@ -27,6 +27,8 @@ KINDS: dict[str, Kind] = {
     "nccl_tests": Kind(nccl.parse, "nccl-tests *_perf output"),
     "nccl_conf_probe": Kind(nccl_conf.parse_probe, "the NCCL configuration probe (gather.NCCL_CONF_IMAGE / NCCL_CONF_HOST)"),
     "nccl_net_plugin": Kind(nccl_conf.parse_net_plugin, "an NCCL_DEBUG=INFO log's net plugin lines"),
+    "nccl_collectives": Kind(collectives.parse, "one rank of gb10check's collectives canary (gb10check/canary/collectives.py), "
+                                                "NCCL_DEBUG=INFO lines included"),
     "ufw_status": Kind(ufw.parse_status, "ufw status [verbose|numbered]"),
     "ufw_user_rules": Kind(ufw.parse_user_rules, "/etc/ufw/user.rules"),
     "nvidia_smi": Kind(nvidia.parse_smi, "nvidia-smi (default table)"),

@@ -136,31 +136,34 @@ class Fleet:
             raise got
         return got
 
-    def at_once(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
+    def at_once(self, command: str | dict[str, str], timeout: float) -> dict[str, Output | RemoteError]:
         """`command` on every node at the same time, once per run (under pytest-xdist, once for every worker); each
-        node's Output or its RemoteError. At once: every node's figure is taken in the same seconds, so where nodes share
+        node's Output or its RemoteError. A dict gives each node its own command (a rank's own arguments and
+        environment). At once: every node's figure is taken in the same seconds, so where nodes share
         a machine (the simulation) they share it evenly and see the same neighbours; GB10s are machines of their own,
         and eight of them take one run's time, not eight."""
+        commands = command if isinstance(command, dict) else {n.name: command for n in self.cluster.by_rank()}
         with self._together:
             if self.replay is not None:  # each node's recorded run, or not-recorded
                 for n in self.cluster.by_rank():
                     with contextlib.suppress(RemoteError):
-                        self.once(n.name, command, timeout)
-            if not all((n.name, command) in self._once for n in self.cluster.by_rank()):
-                key = hashlib.sha256(command.encode()).hexdigest()[:12]
-                got = run_shared(self.run_id, f"together-{key}", lambda: self._run_at_once(command, timeout),
+                        self.once(n.name, commands[n.name], timeout)
+            if not all((n.name, commands[n.name]) in self._once for n in self.cluster.by_rank()):
+                key = hashlib.sha256("\0".join(commands[n.name] for n in self.cluster.by_rank()).encode()).hexdigest()[:12]
+                got = run_shared(self.run_id, f"together-{key}", lambda: self._run_at_once(commands, timeout),
                                  lambda outs: {name: dump_output(out) for name, out in outs.items()},
-                                 lambda dumped: {name: load_output(self.node(name), command, out) for name, out in dumped.items()})
+                                 lambda dumped: {name: load_output(self.node(name), commands[name], out)
+                                                 for name, out in dumped.items()})
                 for name, out in got.items():
-                    self._once[(name, command)] = out
-            return {n.name: self._once[(n.name, command)] for n in self.cluster.by_rank()}
+                    self._once[(name, commands[name])] = out
+            return {n.name: self._once[(n.name, commands[n.name])] for n in self.cluster.by_rank()}
 
-    def _run_at_once(self, command: str, timeout: float) -> dict[str, Output | RemoteError]:
+    def _run_at_once(self, commands: dict[str, str], timeout: float) -> dict[str, Output | RemoteError]:
         def run(name: str) -> None:
             with contextlib.suppress(RemoteError):
-                self.once(name, command, timeout)
+                self.once(name, commands[name], timeout)
 
         names = [self.node(n.name).name for n in self.cluster.by_rank()]  # made here, not in the threads
         with ThreadPoolExecutor(len(names)) as pool:
             list(pool.map(run, names))
-        return {name: self._once[(name, command)] for name in names}
+        return {name: self._once[(name, commands[name])] for name in names}

@@ -5,6 +5,7 @@ head's views, the clock, ib_write_bw and nccl-tests. Each answers a value or sto
 import base64
 import contextlib
 import json
+import re
 import shlex
 import time
 from dataclasses import dataclass
@@ -275,19 +276,68 @@ def ib_write_bw(lp, expect) -> Output:
 
 
 NCCL_TOOLS = ("mpirun", "all_gather_perf")
+NCCL_TESTS_ENV = re.compile(r"^NCCL_\w+$")
 
 
-def nccl_all_gather(cluster: Cluster, head: RemoteNode) -> tuple[list[str], str, str, Output | None]:
-    """(tools missing on rank 0, the HCA list, the command, its output): nccl-tests' all_gather_perf across every node
-    through mpirun from rank 0, or no run when a tool is missing."""
-    missing = [tool for tool in NCCL_TOOLS if head.run(f"command -v {tool}").rc != 0]
-    nodes = cluster.by_rank()
-    hosts = ",".join(f"{n.links[0].ip}:1" for n in nodes)
-    hca = "=" + ",".join(l.rdma_device for l in cluster.head.links if l.rdma_device)
-    command = (f"mpirun -np {len(nodes)} -H {hosts} -x NCCL_DEBUG=INFO -x NCCL_IB_HCA={hca} "
-               f"-x NCCL_IB_GID_INDEX={cluster.expect.roce_gid_index} -x NCCL_SOCKET_IFNAME={cluster.head.links[0].netdev} "
-               "all_gather_perf -b 1G -e 1G -f 2")
+def nccl_all_gather(cluster: Cluster, head: RemoteNode, environments: dict[str, dict[str, str]]
+                    ) -> tuple[list[str], str, str, Output | None]:
+    """(tools missing on rank 0, the HCA lists, the command, its output): nccl-tests' all_gather_perf across every node
+    through mpirun from rank 0, one application context per rank (MPMD, `:`), each run through `env` with the NCCL
+    variables of ITS node's service (environments: node name -> that node's interpolated service environment), NCCL_DEBUG
+    at INFO for the channel lines; no run when a tool is missing."""
+    once = head.fleet.once  # once per run, and kept in a recording: the run is judged again from it
+    missing = [tool for tool in NCCL_TOOLS if once(head.name, f"command -v {tool}", cluster.ssh.command_timeout_s).rc != 0]
+    segments, hcas = [], []
+    for node in cluster.by_rank():
+        own = {k: v for k, v in sorted(environments.get(node.name, {}).items()) if NCCL_TESTS_ENV.match(k)}
+        own["NCCL_DEBUG"] = "INFO"
+        hcas.append(f"{node.name}: {own.get('NCCL_IB_HCA', 'unset')}")
+        assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in own.items())
+        segments.append(f"-np 1 -H {node.links[0].ip}:1 env {assignments} all_gather_perf -b 1G -e 1G -f 2")
+    command = "mpirun " + " : ".join(segments)
+    hca = "; ".join(hcas)
     if missing:
         return missing, hca, command, None
-    out = head.run(command, timeout=600)
-    return [], hca, command, Output(command, out.rc, out.stdout, out.stderr)
+    return [], hca, command, once(head.name, command, 600)
+
+
+# ---- the collectives canary: one rank per node, in the image, each with its own node's environment -------------------
+
+COLLECTIVES_PORT = 29533  # the canary's rendezvous on rank 0 (torch's TCP store), across the QSFP subnet
+COLLECTIVES_TIMEOUT_S = 300
+# What a rank takes from its own node's service environment: what steers NCCL, Gloo and the library it loads.
+RANK_ENV = re.compile(r"^(?:NCCL_\w+|GLOO_\w+|TP_SOCKET_IFNAME|UCX_\w+|TORCH_NCCL_\w+|CUDA_VISIBLE_DEVICES|LD_PRELOAD|LD_LIBRARY_PATH)$")
+
+
+def collectives_command(cluster: Cluster, rank: int, env: dict[str, str]) -> tuple[str, str]:
+    """(command, what to show) of one rank of the collectives canary: the image started as the service starts it (host
+    network and IPC, the RDMA devices and unlimited memlock where the deployment maps them) with the NCCL/Gloo variables
+    of THIS node's service."""
+    d = cluster.deploy
+    own = {k: v for k, v in sorted(env.items()) if RANK_ENV.match(k)}
+    args = ("-", "--rank", str(rank), "--world", str(len(cluster.nodes)), "--master", cluster.master_addr,
+            "--port", str(COLLECTIVES_PORT), "--timeout", "120")
+    tail = " ".join(shlex.quote(a) for a in args)
+    encoded = base64.b64encode(canary.source("collectives").encode()).decode()
+    if d.canary_python:
+        runner = " ".join(["env", *(shlex.quote(f"{k}={v}") for k, v in own.items()), shlex.quote(d.canary_python), tail])
+    else:
+        volumes = "".join(f" -v {shlex.quote(v)}" for v in d.extra_volumes)
+        devices = " --device /dev/infiniband:/dev/infiniband" if d.map_infiniband else ""
+        envs = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in own.items())
+        memlock = " --ulimit memlock=-1" if d.memlock_unlimited else ""
+        runner = (f"docker run --rm -i --pull never --gpus all --network host --ipc host{memlock} "
+                  f"--cap-add IPC_LOCK{devices}{volumes}{envs} {shlex.quote(d.image)} python3 {tail}")
+    return (f"echo {encoded} | base64 -d | timeout {COLLECTIVES_TIMEOUT_S} {runner}",
+            f"{runner} < gb10check/canary/collectives.py")
+
+
+def nccl_collectives(head: RemoteNode, environments: dict[str, dict[str, str]]) -> dict[str, tuple[str, Output | RemoteError]]:
+    """node -> (the command as shown, its Output or RemoteError): the collectives canary on every node at once, each rank
+    with its own node's service environment (environments: node name -> that node's interpolated service environment)."""
+    cluster = head.fleet.cluster
+    commands, shown = {}, {}
+    for rank, node in enumerate(cluster.by_rank()):
+        commands[node.name], shown[node.name] = collectives_command(cluster, rank, environments.get(node.name, {}))
+    got = head.fleet.at_once(commands, COLLECTIVES_TIMEOUT_S + 30)
+    return {name: (shown[name], out) for name, out in got.items()}

@@ -264,6 +264,11 @@ def configure(root: str, spec: dict) -> None:
 
     lib = f"{root}/usr/lib/{sysconfig.get_config_var('MULTIARCH') or ''}/libcuda.so.1"
     sh("gcc", "-shared", "-fPIC", "-O2", "-o", lib, f"{root}{STANDINS}/libcuda.c")
+    os.makedirs(f"{root}{standins_tools.IMAGE_BIN}", exist_ok=True)
+    for tool in standins_tools.IMAGE_TOOLS:  # first on the deployment image's PATH (sim/image.py)
+        link = f"{root}{standins_tools.IMAGE_BIN}/{tool}"
+        if not os.path.lexists(link):
+            os.symlink(f"{STANDINS}/__main__.py", link)
 
 
 def firewall(spec: dict) -> None:

@@ -371,6 +371,22 @@ SCENARIOS = {s.name: s for s in [
               Step(1, shell=image_changed(f"mkdir -p {NET_PLUGIN_DIR} && echo 'a stand-in: no NCCL here' > {NET_PLUGIN_DIR}/libnccl-net.so",
                                           f"ENV LD_LIBRARY_PATH={NET_PLUGIN_DIR}"))),
              proves=("test_image_same_as_head:image-layers-differ", "test_nccl_config:nccl-net-plugin")),
+    Scenario("nccl-hca-own-rank", "rank 1: its own compose file names its uncabled port (NCCL_IB_HCA==rocep1s0f1); rank 0's "
+             "names the cabled ones: only a rank run with its own node's environment falls back to sockets",
+             (Step(1, shell="sed -i 's/NCCL_IB_HCA: =rocep1s0f0,roceP2p1s0f0/NCCL_IB_HCA: =rocep1s0f1/' /home/lenovo/vllm/compose.yml"),),
+             proves=("test_compose_same_as_head:compose-differs", "test_compose_lint:compose-env",
+                     "test_nccl_all_gather:nccl-socket-fallback", "test_nccl_all_gather:nccl-bandwidth",
+                     "test_nccl_collectives:nccl-socket-fallback", "test_nccl_collectives:nccl-collectives-bandwidth")),
+    Scenario("nccl-hca-crossed", "rank 1: its compose file lists its HCAs the other way round (NCCL_IB_HCA==roceP2p1s0f0,"
+             "rocep1s0f0): its first NET device is on the second link's subnet while rank 0's is on the first's",
+             (Step(1, shell="sed -i 's/NCCL_IB_HCA: =rocep1s0f0,roceP2p1s0f0/NCCL_IB_HCA: =roceP2p1s0f0,rocep1s0f0/' "
+                            "/home/lenovo/vllm/compose.yml"),),
+             proves=("test_compose_same_as_head:compose-differs", "test_nccl_collectives:nccl-channel-map")),
+    Scenario("nccl-slow", "rank 1's NCCL path gives 60 Gb/s bus bandwidth and 80 us for an 8 KB all_reduce (the stand-ins "
+             "print them; on GB10 a link at a lower speed or a loaded node)",
+             (Step(1, state={"nccl_busbw_gbps": 60.0, "nccl_small_latency_us": 80.0}),),
+             proves=("test_nccl_all_gather:nccl-bandwidth", "test_nccl_collectives:nccl-collectives-bandwidth",
+                     "test_nccl_collectives:nccl-small-latency")),
     Scenario("nccl-absent", "every node: no MPI and no nccl-tests installed",
              (Step(-1, shell="rm -f /usr/local/bin/mpirun /usr/local/bin/all_gather_perf"),),
              proves=()),

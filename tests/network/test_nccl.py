@@ -1,17 +1,26 @@
-"""NCCL across the nodes (where nccl-tests is installed): bus bandwidth over RoCE, not the socket fallback."""
+"""NCCL across the nodes: nccl-tests where it is installed, and our collectives canary in the serving image, each rank
+with its own node's environment: the transport (NET/IB over RoCE, not the socket fallback), the channel map, the bus
+bandwidth and the small-message latency."""
 
 import pytest
 
 from gb10check.checks import nccl
-from gb10check.gather import nccl_all_gather, parse_or_error
+from gb10check.checks.compose import service_environment
+from gb10check.gather import nccl_all_gather, nccl_collectives, parse_or_error, read, reads
 from gb10check.remedies import Code
 from gb10check.verdict import not_checked, report
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 
+def rank_environments(cluster, head) -> dict[str, dict[str, str]]:
+    """Each node's own service environment (interpolated with its .env): what its rank runs with."""
+    return {n.name: service_environment(read(head.fleet.node(n.name), "vllm_service")[1]) for n in cluster.by_rank()}
+
+
+@reads("vllm_service")
 def test_nccl_all_gather(cluster, head, measurements):
-    missing, hca, _, out = nccl_all_gather(cluster, head)
+    missing, hca, _, out = nccl_all_gather(cluster, head, rank_environments(cluster, head))
     if missing:
         not_checked(Code.TOOL_MISSING, head.name, f"{' and '.join(f'`{m}`' for m in missing)} not on PATH",
                     "MPI and NVIDIA's nccl-tests, to measure NCCL bus bandwidth", tool=" and ".join(missing),
@@ -22,3 +31,37 @@ def test_nccl_all_gather(cluster, head, measurements):
     if result is not None and result.busbw_gbps is not None:
         measurements("nccl all_gather busbw", where, result.busbw_gbps, "Gb/s")
     report(nccl.judge_run(where, out.rc, text, result, cluster.expect, hca=hca))
+
+
+CPU_BUILD = "has no CUDA NCCL backend"  # the canary's words for a CPU torch (the simulation's image)
+
+
+@reads("vllm_service", "canary_runner")
+def test_nccl_collectives(cluster, head, measurements):
+    if len(cluster.nodes) < 2:
+        pytest.skip("one node: no collective across nodes")
+    fleet = head.fleet
+    for n in cluster.by_rank():
+        read(fleet.node(n.name), "canary_runner")  # docker usable and the image there (or deploy.canary_python)
+    got = nccl_collectives(head, rank_environments(cluster, head))
+    ranks = []
+    for rank, node in enumerate(cluster.by_rank()):
+        shown, out = got[node.name]
+        if isinstance(out, Exception):
+            raise out
+        text = out.stdout + out.stderr
+        if CPU_BUILD in text:
+            pytest.skip(f"{node.name}: {cluster.deploy.canary_python or cluster.deploy.image}: torch {CPU_BUILD} "
+                        "(a CPU build): no collective to time")
+        run, _ = parse_or_error("nccl_collectives", text)
+        subnets = {l.rdma_device: str(l.address.network) for l in node.links if l.rdma_device}
+        ranks.append(nccl.RankRun(node.name, rank, subnets, out.rc, text, run))
+    done = next((r.run for r in ranks if r.run is not None and r.run.done), None)
+    where = " + ".join(r.node for r in ranks)
+    if done is not None:
+        for op in ("all_reduce", "all_gather"):
+            if (row := done.largest(op)) is not None:
+                measurements(f"nccl {op} busbw ({row.size >> 20} MB)", where, row.busbw_gbs * 8, "Gb/s")
+        if (small := done.at("all_reduce", nccl.SMALL)) is not None:
+            measurements("nccl all_reduce 8 KB", where, small.time_us, "us")
+    report(nccl.judge_collectives(ranks, cluster.expect))

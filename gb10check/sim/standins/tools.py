@@ -10,6 +10,7 @@ COMMANDS = {"nvidia-smi": ("nvidia_smi", "nvidia_smi"), "nvidia-container-runtim
             "ibv_devinfo": ("ibv_devinfo", "ibv_devinfo"), "ethtool": ("ethtool", "ethtool"), "ib_write_bw": ("ib_write_bw", "ib_write_bw"),
             "mpirun": ("nccl", "mpirun"), "all_gather_perf": ("nccl", "all_gather_perf"), "lspci": ("lspci", "lspci"),
             "dmesg": ("dmesg", "dmesg"),
+            "python3": ("nccl", "image_python3"),
             "refresh-loop": ("state_sync", "refresh_loop")}
 
 
@@ -18,8 +19,11 @@ def command(name: str):
     return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
-# What a node gets in /usr/local/bin (refresh-loop is the state syncer's unit, not a tool).
-TOOLS = [name for name in COMMANDS if name != "refresh-loop"]
+# What a node gets in /usr/local/bin (refresh-loop is the state syncer's unit, not a tool; python3 is the image's, in
+# IMAGE_BIN, first on the image's PATH: the node's own python3 stays the node's).
+TOOLS = [name for name in COMMANDS if name not in ("refresh-loop", "python3")]
+IMAGE_BIN = "/usr/local/lib/gb10sim/image-bin"
+IMAGE_TOOLS = ["python3"]
 
 
 def main(argv: list[str]) -> int:
