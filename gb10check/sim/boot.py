@@ -255,6 +255,9 @@ def configure(root: str, spec: dict) -> None:
         link = f"{root}/usr/local/bin/{tool}"
         if not os.path.lexists(link):
             os.symlink(f"{STANDINS}/__main__.py", link)
+    os.makedirs(f"{root}{standins_tools.GPU_BIN}", exist_ok=True)
+    if not os.path.lexists(f"{root}{standins_tools.GPU_BIN}/python3"):
+        os.symlink(f"{STANDINS}/__main__.py", f"{root}{standins_tools.GPU_BIN}/python3")
 
 
 def firewall(spec: dict) -> None:

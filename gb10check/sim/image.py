@@ -18,8 +18,12 @@ NAME = "gb10sim/vllm-cpu:local"
 
 
 def changes() -> list[str]:
+    from .standins.tools import GPU_BIN
+
     venv_bin = provision.vllm_bin().parent
-    return [f"ENV PATH={venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    # GPU_BIN first: its python3 answers the compute canary as the GPU would where the container was given one
+    # (standins/matmul.py), and hands every other program to the venv's python3.
+    return [f"ENV PATH={GPU_BIN}:{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "ENV HOME=/root", "LABEL org.opencontainers.image.title=gb10sim-vllm-cpu"]
 
 

@@ -8,7 +8,7 @@ COMMANDS = {"nvidia-smi": ("nvidia_smi", "nvidia_smi"), "nvidia-container-runtim
             "ibdev2netdev": ("ibdev2netdev", "ibdev2netdev"), "show_gids": ("show_gids", "show_gids"),
             "ibv_devinfo": ("ibv_devinfo", "ibv_devinfo"), "ethtool": ("ethtool", "ethtool"), "ib_write_bw": ("ib_write_bw", "ib_write_bw"),
             "mpirun": ("nccl", "mpirun"), "all_gather_perf": ("nccl", "all_gather_perf"), "lspci": ("lspci", "lspci"),
-            "dmesg": ("dmesg", "dmesg"),
+            "dmesg": ("dmesg", "dmesg"), "dd": ("dd", "dd"), "python3": ("matmul", "python3"),
             "refresh-loop": ("state_sync", "refresh_loop")}
 
 
@@ -17,8 +17,10 @@ def command(name: str):
     return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
-# What a node gets in /usr/local/bin (refresh-loop is the state syncer's unit, not a tool).
-TOOLS = [name for name in COMMANDS if name != "refresh-loop"]
+# What a node gets in /usr/local/bin (refresh-loop is the state syncer's unit, not a tool; python3 is the GPU's matmul,
+# first on the PATH of the sim's image only: GPU_BIN).
+TOOLS = [name for name in COMMANDS if name not in ("refresh-loop", "python3")]
+GPU_BIN = "/usr/local/lib/gb10sim/gpu-bin"
 
 
 def main(argv: list[str]) -> int:
