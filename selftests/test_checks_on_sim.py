@@ -267,8 +267,7 @@ SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_gpu_compute", "test_im
 
 def selection_for(name: str) -> list[str]:
     """The healthy pair runs every check; a fault scenario runs only the slow ones it proves (a link fault cannot move a
-    TFLOP/s figure, nor a GPU fault a bandwidth; those runs cost most of a scenario's time, and the CPU matmul's figure
-    on this 2-core box is the noisiest the sim has)."""
+    TFLOP/s figure, nor a GPU fault a bandwidth; those runs cost most of a scenario's time)."""
     proves = {p.split(":")[0] for p in scenarios.SCENARIOS[name].proves}
     if name == "healthy":
         return ["-m", "preflight or network"]
