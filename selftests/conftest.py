@@ -62,40 +62,51 @@ def pytest_runtest_makereport(item, call):
 
 
 # Two simulated clusters at a time, one per xdist worker: worker gwN brings its own up as instance N (topology.instance:
-# its own namespaces, links, cgroups, state folder and management subnet 198.18.N). The sim modules form two scopes,
-# each run in order on one worker, while the other tests fill in around them: the modules that run a real vLLM
-# (SIM_VLLM: the TP=2 deployments and the TP=1 serving scenarios) and the rest (the checks' scenarios, the sim's own
-# tests). Never two vLLMs at once: on two cores they starve each other (the TP=1 server decoded 4.6 tok/s beside the
-# TP=2 pair, about 18 alone, and failed the healthy run's 5 tok/s floor). The checks' one measurement that a neighbour
-# could skew, the compute spread between nodes, is taken on every node at once (gather.Fleet.at_once), each node on a
-# compute budget (0.4 CPU: sim/scenarios.NODE_CPU_QUOTA_US), and the live scenario that takes it (healthy; the compute
-# faults are judged from their recordings) runs last on the vLLM worker (SIM_VLLM, SIM_LAST): after its vLLMs, when the
-# other worker has mostly finished.
+# its own namespaces, links, cgroups, state folder and management subnet 198.18.N). The sim tests form two scopes, each
+# run in order on one worker, while the other tests fill in around them: the tests that run a real vLLM (marked
+# `vllm`: the module's `pytestmark` or the test's own decorator) and the rest of the sim tests. Two vLLMs never run at
+# once: on two shared cores each decodes at under half its speed alone, below the serving checks' decode floor, so a
+# serving proof would measure its neighbour. Every other figure the checks compare between nodes (TFLOP/s, disk and
+# link rates) comes from the stand-ins' state, not from the shared machine.
 # xdist's own --dist loadgroup cannot do it with this pytest (it renames node ids, which pytest 9.2 no longer lets it:
 # pytest-xdist issue 1386), so the selftests bring their scheduler: xdist's loadscope with those two scopes and one per
 # other test; both sim scopes are bigger than any other, so loadscope hands them out first, to gw0 and gw1. The
-# controller sees node ids only, never markers: a sim module is one whose module-level pytestmark names mark.sim, read
-# from its source, and collection refuses a sim mark put anywhere else.
+# controller sees node ids only, never markers: it reads the sim and vllm marks from the module's source (the module's
+# `pytestmark`, a test function's decorators), and collection refuses them put anywhere else.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
     os.environ["GB10CHECK_SIM_INSTANCE"] = str(int(_WORKER[2:]) % 10)  # gw0 and gw1 get the sim scopes (see above)
 
-# Modules, module::test or module::test[param]: the Ray module's checks and faults start Ray, no vLLM; the checks' live
-# scenario that judges the compute spread between nodes runs here too, away from a running vLLM (the healthy pair passed
-# 50% with a vLLM busy beside one node's turn; cpu-throttled's rank 0, slowed by a vLLM beside it, came within 50% of
-# its throttled rank 1; gpu-stuck-low-power, beside one, failed the spread it does not prove).
-SIM_VLLM = ("test_pair_on_sim.py", "test_deploy_run.py", "test_serving_on_sim.py",
-            "test_ray_on_sim.py::test_deploy_forms_the_ray_cluster_and_starts_vllm_through_ray",
-            "test_checks_on_sim.py::test_scenario_fails_exactly_its_checks[healthy]")
+
+def _names_mark(node, mark: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == mark for n in ast.walk(node))
 
 
 @functools.cache
-def is_sim_module(path: str) -> bool:
+def module_marks(path: str) -> tuple[frozenset, dict]:
+    """(the marks of the module's `pytestmark`, {test function: its sim/vllm marks}) read from its source."""
     tree = ast.parse(Path(path).read_text())
+    module, tests = set(), {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
-            return any(isinstance(n, ast.Attribute) and n.attr == "sim" for n in ast.walk(node.value))
-    return False
+            module = {m for m in ("sim", "vllm") if _names_mark(node.value, m)}
+        elif isinstance(node, ast.FunctionDef):
+            tests[node.name] = frozenset(m for m in ("sim", "vllm") if any(_names_mark(d, m) for d in node.decorator_list))
+    return frozenset(module), tests
+
+
+def is_sim_module(path: str) -> bool:
+    return "sim" in module_marks(path)[0]
+
+
+def runs_vllm(path: str, test: str) -> bool:
+    module, tests = module_marks(path)
+    return "vllm" in module or "vllm" in tests.get(test.split("[")[0], ())
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "vllm: a simulated test that runs a real vLLM: never beside another "
+                                       "(selftests/conftest.py runs them all on one xdist worker)")
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -104,18 +115,12 @@ def pytest_xdist_make_scheduler(config, log):
     class TwoSimScopes(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module, _, test = nodeid.partition("::")
-            if not is_sim_module(str(config.rootpath / module)):
+            path = str(config.rootpath / module)
+            if not is_sim_module(path):
                 return nodeid
-            name = Path(module).name
-            return "sim-vllm" if {name, f"{name}::{test.split('[')[0]}", f"{name}::{test}"} & set(SIM_VLLM) else "sim"
+            return "sim-vllm" if runs_vllm(path, test) else "sim"
 
     return TwoSimScopes(config, log)
-
-
-# Within a scope, tests run in collection order: the sim's own quick modules first (a broken sim shows early), then the
-# rest in file order, the compute-spread scenarios last.
-SIM_FIRST = ("test_sim.py", "test_deploy_ssh_keys.py", "test_deploy_sync.py", "test_deploy_stack.py", "test_sim_systemd.py")
-SIM_LAST = tuple(entry for entry in SIM_VLLM if entry.startswith("test_checks_on_sim.py::"))  # the compute spread
 
 
 def pytest_collection_modifyitems(config, items):
@@ -123,11 +128,7 @@ def pytest_collection_modifyitems(config, items):
         if bool(item.get_closest_marker("sim")) != is_sim_module(str(item.path)):
             raise pytest.UsageError(f"{item.nodeid}: mark a sim test through its module's `pytestmark = pytest.mark.sim` "
                                     "(the xdist scheduler in selftests/conftest.py reads it from there), not per test")
-    first = {name: i for i, name in enumerate(SIM_FIRST)}
-
-    def place(item) -> int:
-        if f"{item.path.name}::{item.name}" in SIM_LAST:
-            return len(first) + 1
-        return first.get(item.path.name, len(first))
-
-    items.sort(key=place)  # stable: every module's own order kept
+        if bool(item.get_closest_marker("vllm")) != (is_sim_module(str(item.path)) and runs_vllm(str(item.path), item.name)):
+            raise pytest.UsageError(f"{item.nodeid}: mark a test that runs a real vLLM with `pytest.mark.vllm` in a sim "
+                                    "module's `pytestmark` or on the test function itself (the xdist scheduler in "
+                                    "selftests/conftest.py reads it from there)")

@@ -15,7 +15,7 @@ from gb10check.sim import control, scenarios
 
 from .simbed import require_provisioned_sim
 
-pytestmark = pytest.mark.sim
+pytestmark = [pytest.mark.sim, pytest.mark.vllm]  # a real vLLM: one at a time (selftests/conftest.py)
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 
 

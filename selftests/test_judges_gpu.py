@@ -28,10 +28,9 @@ R2_NCCL = json.loads(read_capture("ours/raw/gpu_canary/h200-1gpu-r2-nccl.json"))
 # The two-H200 machine's samples (nvidia-smi --query-gpu ... -lms 500): rows alternate GPU 0 / GPU 1, the matmul ran on 0.
 X2_GPU0 = parse("nvidia_smi_query", read_capture("ours/gpu_canary/h200-smi-samples-500ms.txt"))[0::2]
 H200_PROFILE = Expect(profile="h200")  # gb10check/profiles/h200.yaml: >= 500 TFLOP/s, SM clock >= 1200 MHz
-# The simulation's profile (CPU torch: its own TFLOP/s floor), and the same with the GB10's 15% spread: the spread judge
-# on the real CPU runs below.
-SIM_PROFILE = Expect(profile="sim")
-CPU_SPREAD_15 = Expect(profile="sim", max_compute_spread=0.15)
+# A floor under a CPU matmul's figures, with the GB10's 15% spread: the spread judge on the real CPU runs below.
+CPU_FLOOR = Expect(min_tflops=0.01)
+CPU_SPREAD_15 = Expect(min_tflops=0.01, max_compute_spread=0.15)
 DEVICE_CLUSTER = REPO / "selftests" / "device" / "h200-local-cluster.yaml"
 # gb10check/canary/matmul.py's own lines from two runs on this 2-core machine with the simulation's CPU torch 2.13
 # (float32 1024^3; the machine was shared, hence the spread between the runs).
@@ -40,7 +39,7 @@ CPU_A = {"tflops": 0.0648, "tflops_median": 0.0669, "iterations": 151, "seconds"
 CPU_B = {"tflops": 0.0411, "tflops_median": 0.0587, "iterations": 62, "seconds": 3.238, "device": "cpu", "backend": "cpu",
          "dtype": "float32", "n": 1024, "torch": "2.13.0+cpu"}
 # The same program on this machine, one run in a cgroup held to half a CPU (cpu.cfs_quota_us 50000 of 100000), the next
-# without (the machine shared with a self-test run): what the sim's cpu-throttled scenario does to a node.
+# without (the machine shared with a self-test run): a node whose matmul really runs slower.
 CPU_HALF = {"tflops": 0.0212, "tflops_median": 0.024, "iterations": 50, "seconds": 5.076, "device": "cpu", "backend": "cpu",
             "dtype": "float32", "n": 1024, "torch": "2.13.0+cpu"}
 CPU_FULL = {"tflops": 0.0519, "tflops_median": 0.0619, "iterations": 124, "seconds": 5.136, "device": "cpu", "backend": "cpu",
@@ -76,15 +75,16 @@ def test_sampling_both_gpus_of_the_x2_machine_judges_the_busy_one():
     assert gpu.load_of(both) == load
 
 
-def test_the_default_gb10_floors_fail_a_cpu_node_and_the_sim_profile_passes_it():
-    # No default is set for the simulation's sake: the default is the gb10 profile, whose floor a CPU matmul fails; the
-    # simulated nodes pass on the sim profile's own floor. The H200 clears the GB10's floors too.
+def test_the_default_gb10_floors_fail_a_cpu_node_and_a_cpu_floor_passes_it():
+    # No default is set for the simulation's sake: the default is the gb10 profile, whose floor a CPU matmul fails (the
+    # simulated nodes' canary is a stand-in answering as a GB10); a floor under it passes. The H200 clears the GB10's too.
     no_clock = "Field \"clocks.sm\" is not a valid field to query."
     assert Expect() == Expect(profile="gb10") and Expect().min_tflops == 60
     [f] = gpu.judge_compute("sim-0", CPU_A, None, no_clock, Expect(), ("sim-0", CPU_A["tflops"]))
     assert codes([f]) == [(Code.GPU_COMPUTE_LOW, "sim-0", False)]
     assert "expected >= 60 TFLOP/s (expect.min_tflops)" in f.text
-    assert gpu.judge_compute("sim-0", CPU_A, None, no_clock, SIM_PROFILE, ("sim-0", CPU_A["tflops"])) == []
+    assert gpu.judge_compute("sim-0", CPU_A, None, no_clock, CPU_FLOOR, ("sim-0", CPU_A["tflops"])) == []
+    assert Expect(profile="sim").min_tflops == 60
     assert gpu.judge_compute("h200", H200, SAMPLES, None, Expect(), None) == []
 
 
@@ -112,7 +112,7 @@ def test_a_node_slower_than_the_fastest_fails_the_spread():
     assert f.text.startswith("[gpu-compute-spread] sim-1: saw 0.024 TFLOP/s, 61% slower than sim-0 (0.0619 TFLOP/s); "
                              "expected within 15% of the fastest node (expect.max_compute_spread)\n  fix: power sim-1 off at the wall")
     assert "compare its SM clock and power with sim-0's" in f.text
-    assert gpu.judge_compute("sim-1", CPU_HALF, None, None, Expect(profile="sim", max_compute_spread=0.65), ("sim-0", 0.0619)) == []
+    assert gpu.judge_compute("sim-1", CPU_HALF, None, None, Expect(min_tflops=0.01, max_compute_spread=0.65), ("sim-0", 0.0619)) == []
 
 
 def test_a_burst_of_other_work_moves_the_mean_not_the_median():

@@ -29,7 +29,7 @@ from gb10check.stage import deployment_record_path
 
 from .simbed import require_provisioned_sim, run_suite, script, step
 
-pytestmark = pytest.mark.sim
+pytestmark = [pytest.mark.sim, pytest.mark.vllm]  # a real vLLM: one at a time (selftests/conftest.py)
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 SK = "tests/soak"
 LOAD = f"{SK}/test_sustained_load.py::test_sustained_load"

@@ -144,6 +144,7 @@ def test_checks_pass_with_executor_ray(ray_pair):
     assert before.outcome == "skipped" and "Ray is not started" in before.message
 
 
+@pytest.mark.vllm  # a real vLLM: one at a time (selftests/conftest.py)
 def test_deploy_forms_the_ray_cluster_and_starts_vllm_through_ray(ray_pair):
     """scripts/deploy: head, worker, both in at their QSFP addresses, then `vllm serve` in the head's container. On this
     machine vLLM for CPU refuses the Ray executor, and the watcher names that at once and stops every node."""

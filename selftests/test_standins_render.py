@@ -2,6 +2,12 @@
 back with the suite's own parser and judged as the check judges it. A scenario's state change (its Step.state merged as
 `gb10check.sim.scenarios.apply` merges it) must make the judge fail; the healthy state must pass."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from gb10check.checks import gpu, platform
@@ -11,12 +17,12 @@ from gb10check.gather import SMI_SAMPLE
 from gb10check.remedies import Code
 from gb10check.sim import scenarios
 from gb10check.sim.control import node_state
-from gb10check.sim.standins import dmesg, lspci, nvidia_smi
+from gb10check.sim.standins import dd, dmesg, lspci, matmul, nvidia_smi
 from gb10check.sim.topology import pair_or_switch
 from gb10check.gather import LSPCI
 
 NODES = pair_or_switch(2)
-SIM = Expect(profile="sim")  # the simulated cluster's profile (gb10check/profiles/sim.yaml): its nodes multiply on the CPU
+SIM = Expect(profile="sim")  # the simulated cluster's profile (gb10check/profiles/sim.yaml): the GB10's compute floors
 SIM_NETDEVS = {"0000:01:00.0": "enp1s0f0np0", "0002:01:00.0": "enP2p1s0f0np0"}  # the ethtool stand-in's bus-info
 
 
@@ -76,7 +82,15 @@ def test_lspci_without_root_and_with_a_filter():
 # ---- nvidia-smi: the compute canary's sampling query --------------------------------------------
 
 SAMPLE_ARGS = args_of(SMI_SAMPLE)
-CPU_RUN = {"tflops": 0.0648, "device": "cpu", "backend": "cpu", "dtype": "float32", "n": 1024}  # the sim's CPU torch
+
+
+def matmul_line(s: dict, capsys, *args: str) -> dict:
+    """The compute canary's JSON line as the stand-in answers it in a node of state `s` (--seconds 0: no wait)."""
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matmul.common, "state", lambda: s)
+        assert matmul.answer(["--seconds", "0", *args], "/nonexistent/bin/python3") == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def samples(s: dict, n: int = 6) -> str:
@@ -86,7 +100,7 @@ def samples(s: dict, n: int = 6) -> str:
     return f"$ {SMI_SAMPLE}\n" + "\n".join(lines * n) + "\n"
 
 
-def test_the_sampling_query_is_answered_as_on_a_real_gpu():
+def test_the_sampling_query_is_answered_as_on_a_real_gpu(capsys):
     assert nvidia_smi.loop_seconds(SAMPLE_ARGS) == 0.5
     assert nvidia_smi.loop_seconds(["-l", "2"]) == 2.0 and nvidia_smi.loop_seconds(["-L"]) is None
     text = samples(state(0))
@@ -97,19 +111,20 @@ def test_the_sampling_query_is_answered_as_on_a_real_gpu():
     # With the header: the canonical names nvidia-smi prints for the aliases.
     header, _ = nvidia_smi.query_rows(state(0), ["--format=csv"], "clocks.sm,clocks_throttle_reasons.active,power.draw")
     assert header == ["clocks.current.sm [MHz], clocks_event_reasons.active, power.draw [W]", "2405 MHz, 0x0000000000000000, 38.52 W"]
-    assert gpu.judge_compute("pgx-30", CPU_RUN, rows, None, SIM, None) == []
+    assert gpu.judge_compute("pgx-30", matmul_line(state(0), capsys), rows, None, SIM, None) == []
     bad, rc = nvidia_smi.query_rows(state(0), [], "clocks.bogus")
     assert (bad, rc) == (['Field "clocks.bogus" is not a valid field to query.', ""], 2)
 
 
-def test_gpu_stuck_low_power_fails_the_clock_floor():
+def test_gpu_stuck_low_power_fails_the_clock_floor(capsys):
     rows = parse("nvidia_smi_query", samples(state(1, "gpu-stuck-low-power")))
-    [f] = gpu.judge_compute("thinkstationpgx-32", CPU_RUN, rows, None, SIM, None)
+    run = matmul_line(state(1, "gpu-stuck-low-power"), capsys)
+    [f] = gpu.judge_compute("thinkstationpgx-32", run, rows, None, SIM, None)
     assert f.code is Code.GPU_CLOCK_LOW
     assert f.text.startswith("[gpu-clock-low] thinkstationpgx-32: saw SM clock 801 MHz under load (median of 6 samples, max "
                              "3003.0 MHz), 19.6 W, reasons none; expected >= 1200 MHz (expect.min_sm_clock_mhz)\n"
                              "  fix: power thinkstationpgx-32 off at the wall")
-    assert gpu.judge_compute("thinkstationpgx-30", CPU_RUN, parse("nvidia_smi_query", samples(state(0, "gpu-stuck-low-power"))),
+    assert gpu.judge_compute("thinkstationpgx-30", run, parse("nvidia_smi_query", samples(state(0, "gpu-stuck-low-power"))),
                              None, SIM, None) == []
 
 
@@ -120,6 +135,66 @@ def test_every_scenario_state_renders(rank):
         s = state(rank, name)
         assert lspci.render(s, args_of(LSPCI), root=True)[1] == 0
         assert nvidia_smi.query_rows(s, SAMPLE_ARGS, "clocks.sm,power.draw")[1] == 0
+
+
+# ---- the compute canary (matmul) and dd: the figures of hardware the machine lacks, from the state -----------------
+
+CANARY = Path(gpu.__file__).resolve().parent.parent / "canary" / "matmul.py"
+H200_LINE = {"tflops": 665.9505, "tflops_median": 664.2117, "iterations": 6020, "seconds": 10.002, "device": "NVIDIA H200",
+             "backend": "cuda", "dtype": "bfloat16", "n": 8192, "torch": "2.11.0+cu130"}  # the keys of our H200's line
+
+
+def test_the_matmul_stand_in_answers_the_canary_as_on_cuda(capsys):
+    assert CANARY.read_bytes().startswith(matmul.MATMUL)  # the program the stand-in recognises is the canary
+    line = matmul_line(state(0), capsys, "--n", "4096")
+    assert set(line) == set(H200_LINE)
+    assert (line["tflops"], line["tflops_median"], line["device"], line["backend"], line["dtype"], line["n"]) == \
+        (90.0, 90.0, "NVIDIA GB10", "cuda", "bfloat16", 4096)
+    assert gpu.judge_compute("pgx-30", line, None, "no samples", SIM, ("pgx-30", 90.0))[0].code is Code.GPU_NOT_SAMPLED
+
+
+def test_gpu_compute_slow_fails_the_floor_and_the_spread(capsys):
+    fast, slow = (matmul_line(state(rank, "gpu-compute-slow"), capsys) for rank in (0, 1))
+    rows = parse("nvidia_smi_query", samples(state(1, "gpu-compute-slow")))
+    found = gpu.judge_compute("thinkstationpgx-32", slow, rows, None, SIM, ("thinkstationpgx-30", gpu.compute_rate(fast)))
+    assert [f.code for f in found] == [Code.GPU_COMPUTE_LOW, Code.GPU_COMPUTE_SPREAD]
+    assert found[1].seen == "36 TFLOP/s, 60% slower than thinkstationpgx-30 (90 TFLOP/s)"
+    assert gpu.judge_compute("thinkstationpgx-30", fast, rows, None, SIM, ("thinkstationpgx-30", 90.0)) == []
+
+
+def test_the_matmul_stand_in_hands_any_other_program_to_the_real_python(tmp_path):
+    """Run for real: its python3 link first on the PATH, a state file present (a container given the GPU)."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python3").symlink_to(Path(matmul.__file__).with_name("__main__.py"))
+    (tmp_path / "state.json").write_text(json.dumps(state(0)))
+    run = (f"import sys; sys.path.insert(0, {str(Path(gpu.__file__).resolve().parents[2])!r}); "
+           f"from gb10check.sim.standins import common, image_python; common.STATE = {str(tmp_path / 'state.json')!r}; "
+           f"sys.argv[0] = {str(tmp_path / 'bin' / 'python3')!r}; image_python.python3(sys.argv[1:])")
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", run, "-", "x"], input="import sys; print(sys.argv, 6 * 7, sys.executable)", env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout == f"['-', 'x'] 42 {Path(sys.executable).parent / 'python3'}\n", done.stderr
+    canary = subprocess.run([sys.executable, "-c", run, "-", "--seconds", "0"], input=CANARY.read_text(), env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert json.loads(canary.stdout)["tflops"] == 90.0, canary.stderr
+
+
+GNU_DD = ("256+0 records in\n256+0 records out\n1073741824 bytes (1.1 GB, 1.0 GiB) copied, 0.21 s, 5.1 GB/s\n")
+
+
+def test_dd_reports_the_state_rate_for_a_direct_read_only():
+    args = ["if=/h/blobs/3f2a", "of=/dev/null", "bs=4M", "count=256", "iflag=direct"]
+    slow = dd.reported(args, 0, GNU_DD, scenarios.merge({}, [s for s in scenarios.SCENARIOS["disk-slow"].steps if s.state][0].state)
+                       ["disk_read_bytes_s"])
+    assert slow.splitlines()[:2] == GNU_DD.splitlines()[:2]
+    run = parse("dd", slow)
+    assert run.bytes == 1073741824 and run.bytes_per_s == pytest.approx(109143442, rel=1e-5)
+    assert slow.splitlines()[2].endswith(" s, 109 MB/s")
+    assert parse("dd", dd.reported(args, 0, GNU_DD, dd.HEALTHY_READ_BYTES_S)).bytes_per_s == pytest.approx(309239753, rel=1e-5)
+    assert dd.reported(args[:-1], 0, GNU_DD, 1e6) == GNU_DD  # a cached read measures memory: as dd said it
+    failed = "dd: failed to open '/h/blobs/3f2a': Invalid argument\n"
+    assert dd.reported(args, 1, failed, 1e6) == failed
+    assert [dd.si(r) for r in (309239753, 109143442, 10.5e6, 4e6, 1.3e9)] == ["309 M", "109 M", "10.5 M", "4.0 M", "1.3 G"]
 
 
 # ---- dmesg -------------------------------------------------------------------------------------

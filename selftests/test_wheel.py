@@ -127,7 +127,7 @@ def test_wheel_in_a_fresh_environment_beside_another_project(tmp_path):
              "assert (provision.ASSETS / 'chat_template.jinja').is_file();"
              "from gb10check.cluster import Expect, known_profiles, PROFILES_DIR;"
              "assert str(PROFILES_DIR).startswith(sys.argv[1]) and known_profiles() == ['gb10', 'h200', 'sim'], known_profiles();"
-             "assert (Expect().min_tflops, Expect(profile='sim').min_tflops) == (60, 0.01);"
+             "assert (Expect().compute_seconds, Expect(profile='sim').compute_seconds) == (10, 2);"
              "print(json.dumps({'ready': provision.ready()}))")
     probed = run([bin_dir / "python", "-W", "error", "-c", probe, site], user, env)
     assert probed.returncode == 0, probed.stderr[-2000:]

@@ -18,11 +18,11 @@ NAME = "gb10sim/vllm-cpu:local"
 
 
 def changes() -> list[str]:
-    venv_bin = provision.vllm_bin().parent
-    # The stand-ins' image-bin first: its python3 runs the collectives canary as the node's GPU and RDMA state says
-    # (gb10check/sim/standins/nccl.py) and hands every other program to the venv's python3.
     from .standins.tools import IMAGE_BIN
 
+    venv_bin = provision.vllm_bin().parent
+    # The stand-ins' image-bin first: its python3 answers the compute and collectives canaries as the node's GPU and RDMA
+    # state says (gb10check/sim/standins/image_python.py) and hands every other program to the venv's python3.
     return [f"ENV PATH={IMAGE_BIN}:{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "ENV HOME=/root", "LABEL org.opencontainers.image.title=gb10sim-vllm-cpu"]
 

@@ -72,10 +72,6 @@ def names() -> list[str]:
     return [n for n in scenarios.SCENARIOS if replayed(n)]
 
 
-def measures_compute(name: str) -> bool:
-    return "test_gpu_compute" in proved_checks(name)
-
-
 def selection(name: str) -> list[str]:
     """The pytest arguments of the scenario's recorded run (and of its replay): every check of preflight and network that
     reads facts, the slow ones only where the scenario proves them (a link fault cannot move a TFLOP/s figure)."""
@@ -90,8 +86,7 @@ def produced_by(name: str) -> str:
         for path in sorted(PACKAGE.glob(pattern)):
             digest.update(f"{path.relative_to(PACKAGE)}\0".encode() + path.read_bytes() + b"\0")
     scenario = dataclasses.asdict(scenarios.SCENARIOS[name])
-    quota = scenarios.NODE_CPU_QUOTA_US if measures_compute(name) else None
-    digest.update(json.dumps([scenario, selection(name), quota], sort_keys=True, default=str).encode())
+    digest.update(json.dumps([scenario, selection(name)], sort_keys=True, default=str).encode())
     return digest.hexdigest()[:16]
 
 
@@ -112,9 +107,6 @@ def record(name: str, say=lambda msg: None) -> Path:
         raise scenarios.ScenarioError(f"scenario {name} is not judged from a recording (it proves a check that needs a live "
                                       "network or process, or changes the serving or Ray stack)")
     path = control.up(2, quiet=True)
-    if measures_compute(name):  # every node on its compute budget, as the live compute scenarios run (cpu-throttled's own)
-        for node in control.nodes():
-            control.node_exec(node, scenarios.cpu_quota(scenarios.NODE_CPU_QUOTA_US))
     scenarios.apply(name)
     with tempfile.TemporaryDirectory(prefix="gb10check-record-") as folder:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",

@@ -138,7 +138,7 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, execu
         "nodes": [{"name": n.name, "address": n.mgmt_ip, "rank": n.rank,
                    "links": [{"netdev": l.netdev, "rdma_device": l.rdma_device, "address": l.address} for l in n.links]}
                   for n in nodes],
-        # The simulation's hardware figures (its stand-ins answer as GB10s; its matmul is CPU torch on shared cores),
+        # The simulation's hardware figures (its stand-ins answer as GB10s, its compute canary and disk reads included),
         # each with its source: gb10check/profiles/sim.yaml.
         "expect": {"profile": "sim", "firewall": {"sources": ["169.254.0.0/16", "192.168.101.0/24"], "ports": ["20001/tcp"]}},
         "deploy": {"workdir": f"/home/{USER}/vllm", "compose_file": "compose.yml", "image": image.NAME,

@@ -160,23 +160,6 @@ IB_SMALL_LATENCY_US = 30.0  # an 8 KB all_reduce across a GB10 pair over RoCE: 2
 SOCKET_SMALL_LATENCY_US = 42.19  # our real two-H200 run kept on NET/Socket: 42.19 us at 8 KB (selftests/captures/nccl_tests)
 
 
-def image_python3(args: list[str]) -> int:
-    """The image's `python3` on a simulated node: the collectives canary fed on stdin (`python3 - --rank ...`) needs GPUs
-    and RDMA this machine lacks, so it runs as `collectives` below; every other program runs in the image's real Python."""
-    import shutil
-    import subprocess
-
-    here = os.path.dirname(os.path.abspath(sys.argv[0]))
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.abspath(p) != here)
-    real = shutil.which("python3", path=path) or "/usr/bin/python3"
-    if args[:1] != ["-"]:
-        os.execv(real, [real, *args])
-    program = sys.stdin.read()
-    if CANARY_MARK in program and "--rank" in args:
-        return collectives(args[1:])
-    return subprocess.run([real, *args], input=program, text=True).returncode
-
-
 def _opts(args: list[str]) -> dict:
     opts, i = {}, 0
     while i < len(args):

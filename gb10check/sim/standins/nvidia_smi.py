@@ -53,7 +53,9 @@ def gpu_processes() -> list[tuple[int, str, int]]:
 
 # What the GPU reports under the compute canary's load (simulated figures: the stand-in cannot see the load, so it
 # answers as a busy GPU, clock-event reasons 0: not idle). A scenario sets the state's gpu_load to change them.
-BUSY = {"sm_clock_mhz": 2405, "max_sm_clock_mhz": 3003, "power_w": 38.52, "temperature_c": 52, "clock_event_reasons": 0}
+# tflops: the compute canary's figure (standins/matmul.py), a healthy GB10's bf16 matmul (issue #27's field figure).
+BUSY = {"sm_clock_mhz": 2405, "max_sm_clock_mhz": 3003, "power_w": 38.52, "temperature_c": 52, "clock_event_reasons": 0,
+        "tflops": 90.0}
 ALIASES = {"clocks.sm": "clocks.current.sm", "clocks_throttle_reasons.active": "clocks_event_reasons.active"}  # header names
 
 

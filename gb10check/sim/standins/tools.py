@@ -9,8 +9,7 @@ COMMANDS = {"nvidia-smi": ("nvidia_smi", "nvidia_smi"), "nvidia-container-runtim
             "ibdev2netdev": ("ibdev2netdev", "ibdev2netdev"), "show_gids": ("show_gids", "show_gids"),
             "ibv_devinfo": ("ibv_devinfo", "ibv_devinfo"), "ethtool": ("ethtool", "ethtool"), "ib_write_bw": ("ib_write_bw", "ib_write_bw"),
             "mpirun": ("nccl", "mpirun"), "all_gather_perf": ("nccl", "all_gather_perf"), "lspci": ("lspci", "lspci"),
-            "dmesg": ("dmesg", "dmesg"),
-            "python3": ("nccl", "image_python3"),
+            "dmesg": ("dmesg", "dmesg"), "dd": ("dd", "dd"), "python3": ("image_python", "python3"),
             "refresh-loop": ("state_sync", "refresh_loop")}
 
 
