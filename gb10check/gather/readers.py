@@ -138,13 +138,21 @@ def installed_driver(smi_query: str) -> str:
     return found
 
 
-def loaded_driver(proc_version: str) -> str:
-    """The loaded kernel module's version (/proc/driver/nvidia/version); the driver's own check says why there is none."""
+def loaded_driver(proc_version: str, smi_query: str) -> str:
+    """The loaded kernel module's version (/proc/driver/nvidia/version), once it is the installed user-mode driver's: a
+    module left behind by an upgrade (a reboot pending) is test_driver_parity's to report, not a stale CDI spec."""
+    from ..checks.host import installed_driver as version
+
     try:
-        return facts.nvidia.parse_proc_version(proc_version).version
+        module = facts.nvidia.parse_proc_version(proc_version).version
     except facts.ParseError:
         raise Unreadable("no NVIDIA kernel module version in /proc/driver/nvidia/version", Code.PREREQUISITE,
                          check="test_driver_parity") from None
+    installed = None if facts.nvidia.nvml_mismatch(smi_query) else version(smi_query)
+    if installed != module:
+        raise Unreadable(f"the loaded kernel module {module} is not the installed user-mode driver ({installed or 'unknown'})",
+                         Code.PREREQUISITE, check="test_driver_parity")
+    return module
 
 
 @dataclass(frozen=True)

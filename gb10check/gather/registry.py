@@ -127,7 +127,8 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("cdi_specs", "the NVIDIA CDI specs", const(c.CDI_SPECS), r.parser("cdi_spec"), parse_kind="cdi_spec"),
     _f("toolkit_config", "the NVIDIA container runtime's config.toml and docker's daemon.json", const(c.TOOLKIT_CONFIG),
        r.parser("nvidia_runtime_config"), parse_kind="nvidia_runtime_config"),
-    _f("loaded_driver", "the loaded NVIDIA kernel module's version", None, r.loaded_driver, needs=("driver_module",)),
+    _f("loaded_driver", "the loaded NVIDIA kernel module's version, the installed driver's", None, r.loaded_driver,
+       needs=("driver_module", "driver_query")),
     # Nothing running prints nothing: an empty list is an answer.
     _f("docker_ps", "docker ps", const(c.DOCKER_PS), r.docker_ps, empty_ok=True, needs=("docker_usable",)),
     _f("docker_stats", "docker stats", const(c.DOCKER_STATS), r.docker_stats, empty_ok=True, needs=("docker_usable",)),

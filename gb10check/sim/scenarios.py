@@ -163,7 +163,9 @@ SCENARIOS = {s.name: s for s in [
              (Step(1, state={"kernel_module": "580.159.03"}),),
              proves=("test_driver_parity:nvml-mismatch",)),
     Scenario("driver-differs", "rank 1 runs driver 580.126.09, rank 0 580.173.02 (consistent on each node)",
-             (Step(1, state={"kernel_module": "580.126.09", "user_driver": "580.126.09"}),),
+             # its CDI spec generated for it, as the toolkit's install does (cdi-spec-stale is the spec left behind)
+             (Step(1, state={"kernel_module": "580.126.09", "user_driver": "580.126.09"},
+                   shell="nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml 2>/dev/null"),),
              proves=("test_driver_same_as_head:driver-differs",)),
     Scenario("ufw-no-qsfp-rules", "rank 1: ufw default deny without the QSFP subnet rules (29501 really dropped)",
              (Step(1, shell="ufw delete allow from 169.254.0.0/16 && ufw delete allow from 192.168.101.0/24"),),
