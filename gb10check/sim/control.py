@@ -169,6 +169,8 @@ def recable(plan: list[tuple[tuple[int, str], tuple[int, str]]]) -> None:
         if info.get("mtu"):
             run("ip", "-n", ns, "link", "set", dev, "mtu", str(info["mtu"]))
         run("ip", "-n", ns, "link", "set", dev, "up")
+    for n in sim:
+        wait_addresses_settled(n)
 
 
 def node_state(n: SimNode) -> dict:
@@ -261,6 +263,8 @@ def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str
         if init == "systemd":
             for n in nodes:
                 wait_booted(n.name, [link.address for link in n.links])
+        for n in nodes:
+            wait_addresses_settled(n)
         (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes, "topology": topo, "init": init,
                                                  "executor": executor}))
     except BaseException:
@@ -268,6 +272,16 @@ def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str
         raise
     say(f"{len(nodes)} nodes up in {time.monotonic() - start:.1f} s; cluster file: {d / 'cluster.yaml'}")
     return d / "cluster.yaml"
+
+
+def wait_addresses_settled(n: SimNode, timeout_s: float = 15) -> None:
+    """Until the node's IPv6 link-local addresses have passed duplicate address detection: a node is up when its links
+    answer (the cabling check's link-local discovery asks every port's peer)."""
+    deadline = time.monotonic() + timeout_s
+    while run("ip", "-n", n.netns, "-6", "-o", "addr", "show", "tentative", check=False, timeout=10).stdout.strip():
+        if time.monotonic() > deadline:
+            raise SimError(f"node {n.name}: IPv6 addresses still tentative after {timeout_s:g} s (duplicate address detection)")
+        time.sleep(0.2)
 
 
 def wait_booted(name: str, addresses: list[str], timeout_s: float = 90) -> None:
