@@ -388,6 +388,9 @@ class Deploy(Strict):
     extra_args: list[str] = []  # appended to `vllm serve` on every rank
     extra_volumes: list[str] = []  # more "host:container[:ro]" mounts for the service (a local model folder ...)
     extra_environment: dict[str, str] = {}  # more environment for the service (compose ${VAR} from .env allowed)
+    # Words the rendered service's entrypoint starts with, before its `/bin/bash -lc`: the image's own entrypoint where it
+    # must run first (an NGC image's /opt/nvidia/nvidia_entrypoint.sh sets up CUDA forward compatibility, then execs the rest).
+    image_entrypoint: list[str] = []
     map_infiniband: bool = True  # false only where /dev/infiniband cannot exist (the simulation); the lint follows it
     memlock_unlimited: bool = True  # false only where the hard memlock limit cannot be raised (the simulation's machine)
     watchdog: Watchdog = Watchdog()

@@ -121,7 +121,7 @@ def _service(cluster: Cluster, container_name: str, environment: dict, script: s
         "deploy": {"resources": {"limits": {"memory": _memory_limit(cluster)},
                                  "reservations": {"devices": [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}},
         "environment": environment,
-        "entrypoint": ["/bin/bash", "-lc"],
+        "entrypoint": [*d.image_entrypoint, "/bin/bash", "-lc"],
         "command": [script],
     }
 

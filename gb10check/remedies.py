@@ -390,7 +390,8 @@ REMEDIES: dict[Code, str] = {
                           "/etc/docker/daemon.json, then sudo systemctl restart docker",
     Code.COMPOSE_ENTRYPOINT: "keep the image's own entrypoint in front of yours in the compose service on {node}: entrypoint: "
                              "[\"{image_entrypoint}\", {override}] (it runs its CUDA forward-compatibility set-up, then "
-                             "execs the rest), or drop the entrypoint: override and pass the script as the command",
+                             "execs the rest), or drop the entrypoint: override and pass the script as the command; for the compose file "
+                             "gb10check renders, set deploy.image_entrypoint: [\"{image_entrypoint}\"] in the cluster file",
     Code.COMPOSE_IMAGE_UNPINNED: "pin the image by digest in the compose file (image: {name}@{digest}) and in deploy.image, "
                                  "so an unattended pull cannot swap it under the same tag; pull a new one deliberately, "
                                  "on every node at once",

@@ -135,6 +135,15 @@ def test_our_rendered_service_on_an_ngc_image_warns_with_the_chained_entrypoint_
     assert 'entrypoint: ["/opt/nvidia/nvidia_entrypoint.sh", "/bin/bash", "-lc"]' in f.text
 
 
+def test_our_rendered_service_keeps_the_image_entrypoint_named_in_the_cluster_file():
+    cluster = CLUSTER.model_copy(update={"deploy": CLUSTER.deploy.model_copy(update={"image_entrypoint": ngc_entrypoint()})})
+    service = compose.vllm_service(yaml.safe_load(compose.render(cluster)))[1]
+    assert service["entrypoint"] == ["/opt/nvidia/nvidia_entrypoint.sh", "/bin/bash", "-lc"]
+    assert judge_entrypoint("n1", "vllm", service, ngc_entrypoint()) == []
+    [f] = judge_entrypoint("n1", "vllm", rendered_service(), ngc_entrypoint())
+    assert 'set deploy.image_entrypoint: ["/opt/nvidia/nvidia_entrypoint.sh"] in the cluster file' in f.text
+
+
 @pytest.mark.parametrize("entrypoint", [None, ["/opt/nvidia/nvidia_entrypoint.sh", "/bin/bash", "-lc"],
                                         "/opt/nvidia/nvidia_entrypoint.sh bash -lc"])
 def test_an_ngc_image_keeping_its_entrypoint_passes(entrypoint):
