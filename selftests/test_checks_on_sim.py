@@ -437,6 +437,10 @@ VISIBLE = {
     "page-cache": (0, "free -g | awk '/Mem:/ {print \"cache\", $6}'", "cache 4"),
     "orphaned-engine-core": (1, "pgrep -a -f '^VLLM::EngineCore'", "VLLM::EngineCore"),
     "memory-held-no-process": (1, "grep MemAvailable /proc/meminfo", "MemAvailable:"),
+    "nccl-conf-host-conflict": (1, "cat /etc/nccl.conf", "NCCL_SOCKET_IFNAME=eth0"),
+    "nccl-conf-image-silent": (1, "docker run --rm --network host -v /usr:/usr:ro --entrypoint cat gb10sim/vllm-cpu:local /root/.nccl.conf", "NCCL_PROTO=Simple"),
+    "nccl-net-plugin-image": (1, "docker run --rm --network host -v /usr:/usr:ro --entrypoint sh gb10sim/vllm-cpu:local -c 'ls $LD_LIBRARY_PATH'",
+                              "libnccl-net.so"),
 }
 
 
