@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from gb10check.sim import model_files
-from gb10check.sizing import SizingError, fit, shape_from_config
+from gb10check.sizing import GIB, SizingError, decode_bytes, decode_floor, fit, shape_from_config
 
 
 def seed_fit(repo, **kw):
@@ -70,8 +70,6 @@ def test_size_command(tmp_path):
 
 
 # ---- decode floor -------------------------------------------------------------------------------------------------
-
-from gb10check.sizing import GIB, decode_bytes, decode_floor  # noqa: E402
 
 
 def test_decode_floor_is_bandwidth_times_efficiency_over_bytes():
