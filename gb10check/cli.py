@@ -147,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--container-limit", help="the container's memory limit, e.g. 105G")
     p.add_argument("--kv-dtype", default="bfloat16")
     p.add_argument("--overhead", default="4 GiB", help="activations and runtime per rank (default 4 GiB)")
+    p.add_argument("--profile", default="gb10", help="the hardware profile whose memory bandwidth and decode efficiency "
+                                                      "give the decode floor (default gb10; a name or a profile file)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_size)
     p = sub.add_parser("compose-render", help="render the compose file and each node's .env, show the diff, push them")
@@ -287,7 +289,8 @@ def gated(args: argparse.Namespace, step: str):
 
 
 def cmd_size(args: argparse.Namespace) -> int:
-    from .cluster import gib
+    from .checks.serving import derive_floor
+    from .cluster import gib, load_profile
     from .sizing import SizingError, fit, load_json
 
     if args.model_id and args.model and args.model_id != args.model:
@@ -295,17 +298,22 @@ def cmd_size(args: argparse.Namespace) -> int:
         return 2
     try:
         config, index = model_files(args.model_id or args.model, args.hf_cache, args.config, args.index)
-        result = fit(load_json(config, "config"), load_json(index, "index"), args.tp, args.max_model_len,
-                     args.max_num_seqs, args.gpu_memory_utilization, gib(args.memory),
+        loaded = load_json(config, "config"), load_json(index, "index")
+        result = fit(*loaded, args.tp, args.max_model_len, args.max_num_seqs, args.gpu_memory_utilization, gib(args.memory),
                      gib(args.container_limit) if args.container_limit else None, args.kv_dtype, overhead_gib=gib(args.overhead))
+        profile = load_profile(args.profile)
     except (SizingError, ValueError) as exc:
         print(f"gb10check size: {exc}", file=sys.stderr)
         return 2
+    floor = derive_floor(tuple(json.dumps(f) for f in loaded), None, args.tp, profile.values["memory_bandwidth_gbs"],
+                         profile.values["decode_efficiency"], profile.name)
     if args.json:
-        json.dump(result.as_dict(), sys.stdout, indent=2)
+        json.dump({**result.as_dict(), "decode_floor_tok_s": floor.tok_s, "decode_floor": floor.how}, sys.stdout, indent=2)
         print()
     else:
         print(result.table())
+        shown = f"{floor.tok_s:.2f} tok/s" if floor.tok_s is not None else "not derived"
+        print(f"decode floor at batch 1 (profile {profile.name}): {shown}: {floor.how}")
     return 0 if result.ok else 1
 
 

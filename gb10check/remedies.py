@@ -174,6 +174,7 @@ class Code(str, Enum):
     TOOL_CALL_MISSING = "tool-call-missing"
     STREAM_BROKEN = "stream-broken"
     DECODE_SLOW = "decode-slow"
+    DECODE_FLOOR_UNKNOWN = "decode-floor-unknown"
     CONCURRENCY = "concurrency"
     ERROR_STATUS = "error-status"
     METRICS = "metrics"
@@ -501,6 +502,8 @@ REMEDIES: dict[Code, str] = {
     Code.STREAM_BROKEN: "a proxy between client and server may buffer or cut server-sent events; test against rank 0 directly",
     Code.DECODE_SLOW: "check both logical links carry NCCL over RoCE (see the network suite), that nothing else runs on the "
                       "nodes, and the compilation mode; seed: 22.6 tok/s eager, 23.3 with CUDA graphs on two PGX",
+    Code.DECODE_FLOOR_UNKNOWN: "give serving.min_decode_tok_s (the decode rate you expect), or fix what keeps the floor "
+                               "from being derived ({why}): `gb10check size --model ORG/NAME --tp N` reads the same files",
     Code.CONCURRENCY: "raise --max-num-seqs to {value} or the KV cache (gpu_memory_utilization); see the server log",
     Code.ERROR_STATUS: "the server answered an unknown model with {status}: a proxy may rewrite errors; test against rank 0",
     Code.METRICS: "the /metrics endpoint is how load and KV cache use are watched: check --disable-log-stats is not set "
@@ -592,7 +595,8 @@ REMEDIES: dict[Code, str] = {
 # The codes of "could not check": reported as NOT CHECKED, counted apart, refused by the gate.
 NOT_CHECKED = frozenset({Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED,
                          Code.TOOL_MISSING, Code.SUDO_REFUSED, Code.SUDO_MISSING, Code.NO_RDMA, Code.PREREQUISITE,
-                         Code.UNKNOWN_NEED, Code.NOT_RECORDED, Code.CABLING_UNKNOWN})
+                         Code.UNKNOWN_NEED, Code.NOT_RECORDED, Code.CABLING_UNKNOWN,
+                         Code.DECODE_FLOOR_UNKNOWN})
 
 # The node cannot be reached or refuses the runner (remote.NodeUnreachable's kinds): its reachability check fails with
 # the code, its other checks are not checked for the same cause, told once.

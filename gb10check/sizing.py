@@ -147,3 +147,91 @@ def load_json(path: str, what: str) -> dict:
         raise SizingError(f"cannot read {what} {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise SizingError(f"{what} {path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+
+
+# ---- decode floor: memory bandwidth over the bytes each node reads per token ----------------------------------------
+#
+# Decoding one token at a time reads every weight the token passes through once; at batch 1 nothing else is as large
+# (the KV cache of a short request and the activations are megabytes against tens of GiB). So a node cannot decode
+# faster than its memory bandwidth over the weight bytes it reads per token (the ceiling), and a healthy engine reaches
+# the profile's share of that ceiling (the efficiency): the floor.
+#
+#   bytes per token per node = weights read per token / TP      (TP shards every matrix, experts included)
+#   weights read per token   = the checkpoint (dense), or for a mixture of experts the checkpoint less the routed
+#                              experts a token does not use: experts bytes x (1 - experts_per_tok / experts), the
+#                              experts' bytes = MoE layers x experts x 3 (gate, up, down) x hidden x moe_intermediate x
+#                              bytes per weight of the checkpoint's quantization (scales not counted: read slightly more)
+#   floor tok/s              = bandwidth x efficiency / bytes per token per node
+
+# Bytes per weight of a checkpoint's quantization (quantization_config.quant_method), or of its torch_dtype when unquantized.
+# A method that can hold several widths (compressed-tensors, modelopt) says it with `bits`, or is not known.
+QUANT_BYTES = {"fp8": 1.0, "fbgemm_fp8": 1.0, "nvfp4": 0.5, "modelopt_fp4": 0.5, "mxfp4": 0.5}
+EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
+
+
+@dataclass
+class DecodeBytes:
+    tp: int
+    checkpoint_bytes: int
+    read_per_token_bytes: float  # all ranks together
+    per_node_bytes: float
+    how: str  # dense, or the MoE arithmetic, in words
+
+
+def weight_bytes(config: dict) -> float:
+    """Bytes per weight of the checkpoint: its quantization's, else its torch_dtype's; SizingError when unknown."""
+    q = config.get("quantization_config") or (config.get("text_config") or {}).get("quantization_config")
+    if q:
+        method = str(q.get("quant_method", "")).lower()
+        bits = q.get("bits")
+        if isinstance(bits, int) and not isinstance(bits, bool) and bits in (2, 3, 4, 8):
+            return bits / 8
+        if method not in QUANT_BYTES:
+            raise SizingError(f"quantization {method or '(unnamed)'!r}: its bytes per weight are not known to gb10check")
+        return QUANT_BYTES[method]
+    dtype = str((config.get("text_config") or config).get("torch_dtype") or config.get("torch_dtype") or "")
+    if dtype not in DTYPE_BYTES or dtype == "auto":
+        raise SizingError(f"torch_dtype {dtype or '(none)'!r}: cannot tell the bytes per weight")
+    return float(DTYPE_BYTES[dtype])
+
+
+def decode_bytes(config: dict, index: dict, tp: int) -> DecodeBytes:
+    """The weight bytes each node reads to decode one token (see above); SizingError when the files cannot say."""
+    if tp < 1:
+        raise SizingError("tensor parallel size must be at least 1")
+    total = checkpoint_bytes(index)
+    if total <= 0:
+        raise SizingError(f"model.safetensors.index.json says total_size {total}: no weights to read")
+    cfg = config.get("text_config", config)
+    experts = next((cfg[k] for k in EXPERT_KEYS if cfg.get(k)), None)
+    if not experts:
+        return DecodeBytes(tp, total, float(total), total / tp, f"dense: the whole checkpoint, {total / GIB:.2f} GiB, / TP {tp}")
+    try:
+        experts, active = int(experts), int(cfg["num_experts_per_tok"])
+        hidden, inter = int(cfg["hidden_size"]), int(cfg["moe_intermediate_size"])
+        layers = int(cfg["num_hidden_layers"])
+        step = int(cfg.get("decoder_sparse_step") or 1)  # every step-th layer is MoE (Qwen2/3-MoE)
+        dense_layers = set(cfg.get("mlp_only_layers") or []) | set(range(int(cfg.get("first_k_dense_replace") or 0)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SizingError(f"config.json names {experts} experts but its MoE fields are missing or not numbers ({exc}): "
+                          "need num_experts_per_tok, hidden_size, moe_intermediate_size, num_hidden_layers") from None
+    moe_layers = sum(1 for i in range(layers) if i not in dense_layers and (i + 1) % step == 0)
+    if not 0 < active <= experts:
+        raise SizingError(f"config.json: num_experts_per_tok {active} with {experts} experts")
+    expert_bytes = moe_layers * experts * 3 * hidden * inter * weight_bytes(config)
+    if expert_bytes >= total:
+        raise SizingError(f"config.json's experts come to {expert_bytes / GIB:.2f} GiB, more than the checkpoint's "
+                          f"{total / GIB:.2f} GiB: the config does not describe these weights")
+    read = total - expert_bytes * (1 - active / experts)
+    how = (f"MoE: the checkpoint {total / GIB:.2f} GiB less the unused routed experts ({active} of {experts} per token, "
+           f"experts {expert_bytes / GIB:.2f} GiB): {read / GIB:.2f} GiB, / TP {tp}")
+    return DecodeBytes(tp, total, read, read / tp, how)
+
+
+def decode_floor(weight_bytes_per_node: float, bandwidth_gbs: float, efficiency: float) -> float:
+    """The tok/s a healthy node decodes at batch 1 at the least: bandwidth (GB/s, 10^9 bytes) over the bytes it reads per
+    token (the ceiling), times the share of it a healthy engine reaches."""
+    if weight_bytes_per_node <= 0 or bandwidth_gbs <= 0 or not 0 < efficiency <= 1:
+        raise SizingError(f"cannot derive a decode floor from {weight_bytes_per_node} bytes per token, {bandwidth_gbs} GB/s "
+                          f"and efficiency {efficiency}")
+    return bandwidth_gbs * 1e9 * efficiency / weight_bytes_per_node

@@ -100,6 +100,19 @@ def test_size_reads_the_model_from_the_cache_as_from_the_files(capsys, tmp_path)
     assert json.loads(by_model[1])["weights_gib"] == pytest.approx(172.78, abs=0.01)
 
 
+def test_size_gives_the_decode_floor_of_the_profile(capsys, tmp_path):
+    repo = model_files.REPO_FP8
+    cache_entry(tmp_path / "hf" / "hub", repo, "e" * 40, both(repo))
+    got = json.loads(run(capsys, "size", repo, "--hf-cache", str(tmp_path / "hf"), *SIZE)[1])
+    assert round(got["decode_floor_tok_s"], 2) == 1.25 and got["decode_floor"].startswith("232 GB/s x 0.5 / 92.76 GB")
+    got = json.loads(run(capsys, "size", repo, "--hf-cache", str(tmp_path / "hf"), "--profile", "h200", *SIZE)[1])
+    assert round(got["decode_floor_tok_s"], 1) == 25.9  # 4800 GB/s x 0.5 / 92.76 GB
+    got = json.loads(run(capsys, "size", repo, "--hf-cache", str(tmp_path / "hf"), "--profile", "sim", *SIZE)[1])
+    assert got["decode_floor_tok_s"] is None and "profile sim gives no expect.memory_bandwidth_gbs" in got["decode_floor"]
+    rc, out, err = run(capsys, "size", repo, "--hf-cache", str(tmp_path / "hf"), "--profile", "nosuch", *SIZE)
+    assert rc == 2 and "'nosuch' is not a known profile" in err
+
+
 def test_size_takes_the_model_id_as_its_argument(capsys, tmp_path):
     repo = model_files.REPO_FP8
     cache_entry(tmp_path / "hf" / "hub", repo, "d" * 40, both(repo))

@@ -1,6 +1,8 @@
 """The serving judges (gb10check/checks/serving.py), pure: facts in, findings out; real captured API bodies
 where we have them (../shared/captures/vllm_api), else what vLLM sends. No server, milliseconds each."""
 
+import json
+
 import pytest
 
 from gb10check.checks import serving as sv
@@ -8,6 +10,7 @@ from gb10check.cluster import Serving, load_cluster
 from gb10check.facts.vllm_api import ToolCall, parse_chat, parse_sse, reassemble
 from gb10check.remedies import Code
 from gb10check.serving import Reply, Timed
+from gb10check.sim import model_files
 
 from .conftest import REPO, read_capture
 
@@ -225,19 +228,67 @@ def test_concurrency():
 
 # ---- decode speed -----------------------------------------------------------------------------------
 
+NO_FLOOR = sv.DerivedFloor(None, "profile sim gives no expect.memory_bandwidth_gbs / expect.decode_efficiency")
+
 def test_decode_run_and_median():
     s = parse_sse(read_capture(TAIL))  # 113 completion tokens
     good = timed(s, ttft=0.5, last=5.5)  # 112 tokens over 5 s: 22.4 tok/s
     assert sv.judge_decode_run(HEAD, None, good, MODEL) == []
-    assert sv.judge_decode(HEAD, [good], 20.0) == []
-    [f] = sv.judge_decode(HEAD, [good, timed(s, ttft=0.5, last=12.5, total=13.0)], 25.0)
+    assert sv.judge_decode(HEAD, [good], 20.0, NO_FLOOR) == []
+    [f] = sv.judge_decode(HEAD, [good, timed(s, ttft=0.5, last=12.5, total=13.0)], 25.0, NO_FLOOR)
     assert f.text.startswith(f"[decode-slow] {HEAD}: saw decode 15.9 tok/s (median of 2; end-to-end")  # (22.4 + 9.3) / 2
     assert "expected >= 25 tok/s (serving.min_decode_tok_s)" in f.text
     [f] = sv.judge_decode_run(HEAD, None, timed(reassemble([]), tokens=None), MODEL)
     assert f.code == Code.STREAM_BROKEN and f.seen == "cannot time decoding: 10 token chunks, completion_tokens None (usage chunk missing?)"
     nf = Reply(404, '{"object":"error","message":"The model `smollm2-135m` does not exist.","code":404}')
     assert sv.judge_decode_run(HEAD, nf, None, MODEL)[0].code == Code.MODEL_NOT_SERVED
-    assert sv.judge_decode(HEAD, [], 20.0)[0].code == Code.STREAM_BROKEN
+    assert sv.judge_decode(HEAD, [], 20.0, NO_FLOOR)[0].code == Code.STREAM_BROKEN
+
+
+# The field report's checkpoint (Qwen3.8-Flash-Next-FP8, 172.78 GiB, TP=2) as its config.json says it (no expert keys:
+# read as dense), at the issue's measured GB10 bandwidth (232 GB/s) and the gb10 profile's efficiency.
+SEED_FILES = (json.dumps(model_files.config(model_files.REPO_FP8)), json.dumps(model_files.index(model_files.REPO_FP8)))
+
+
+def seed_floor(files=SEED_FILES, unread=None, bandwidth=232.0, efficiency=0.5):
+    return sv.derive_floor(files, unread, 2, bandwidth, efficiency, "gb10")
+
+
+def test_derived_floor_of_the_seed_model():
+    f = seed_floor()
+    assert round(f.tok_s, 2) == 1.25  # 232e9 x 0.5 / 92.76e9 bytes a token per node
+    assert f.how.startswith("232 GB/s x 0.5 / 92.76 GB a token per node (dense: the whole checkpoint, 172.78 GiB, / TP 2)")
+
+
+def test_seed_decode_passes_the_derived_floor_and_a_slow_one_fails():
+    s = parse_sse(read_capture(TAIL))  # 113 completion tokens
+    seed = timed(s, ttft=0.5, last=0.5 + 112 / 22.62)  # the seed's eager figure, 22.62 tok/s
+    assert sv.judge_decode(HEAD, [seed], None, seed_floor()) == []
+    slow = timed(s, ttft=0.5, last=0.5 + 112 / 1.0)  # 1 tok/s: under the floor
+    [f] = sv.judge_decode(HEAD, [slow], None, seed_floor())
+    assert f.code == Code.DECODE_SLOW and not f.not_checked
+    assert "saw decode 1.0 tok/s (median of 1; end-to-end" in f.text and ", 0.80 of the derived floor" in f.text
+    assert "expected >= 1.3 tok/s (derived: 232 GB/s x 0.5 / 92.76 GB a token per node" in f.text
+    # the owner's floor, when given, is the one judged: the derived one is reported beside it
+    assert sv.judge_decode(HEAD, [slow], 0.5, seed_floor()) == []
+    assert sv.judge_decode(HEAD, [seed], 25.0, seed_floor())[0].code == Code.DECODE_SLOW
+
+
+@pytest.mark.parametrize("files, unread, bandwidth, cause", [
+    (None, "no config.json of the model to size it by", 232.0, "the model's size cannot be read: no config.json"),
+    ((SEED_FILES[0], '{"weight_map": {}}'), None, 232.0, "has no metadata.total_size"),
+    ((SEED_FILES[0], "not json"), None, 232.0, "the model's size cannot be read: Expecting value"),
+    ((json.dumps({"num_experts": 512, "num_hidden_layers": 48}), SEED_FILES[1]), None, 232.0, "missing or not numbers ('num_experts_per_tok')"),
+    (SEED_FILES, None, None, "profile gb10 gives no expect.memory_bandwidth_gbs"),
+])
+def test_no_derived_floor_is_not_checked_never_a_pass(files, unread, bandwidth, cause):
+    derived = seed_floor(files, unread, bandwidth)
+    assert derived.tok_s is None and cause in derived.how
+    s = parse_sse(read_capture(TAIL))
+    [f] = sv.judge_decode(HEAD, [timed(s, ttft=0.5, last=0.5 + 112 / 22.62)], None, derived)
+    assert f.code == Code.DECODE_FLOOR_UNKNOWN and f.not_checked
+    assert cause in f.text and "give serving.min_decode_tok_s" in f.text
+    assert sv.judge_decode(HEAD, [timed(s, ttft=0.5, last=0.5 + 112 / 22.62)], 20.0, derived) == []  # the owner's floor judges
 
 
 @pytest.mark.parametrize("code", [Code.API_TIMEOUT, Code.API_ERROR])

@@ -53,6 +53,18 @@ def test_page_is_self_contained_escaped_and_plots_against_the_floor():
     assert "<td>2.28.9</td>" in html and "<td>41.30</td>" in html
 
 
+def test_decode_chart_draws_the_derived_floor_when_the_owner_gives_none():
+    import dataclasses
+
+    run = sample_run()
+    derived = [("decode floor (derived)", "a", 1.25, "tok/s"), ("decode / derived floor", "a", 18.4, "x")]
+    html = page(dataclasses.replace(run, measured=run.measured + derived, thresholds={"ib_write_bw": 90, "decode_tok_s": None}))
+    assert "floor 1.25" in html and "<td>decode / derived floor</td>" in html
+    not_derived = [("decode floor (derived)", "a", "not derived: the model's size cannot be read", "")]
+    html = page(dataclasses.replace(run, measured=run.measured + not_derived, thresholds={"decode_tok_s": None}))
+    assert "floor 1.25" not in html and "not derived: the model&#x27;s size cannot be read" in html
+
+
 def _png_size(path: Path) -> tuple[int, int]:
     head = path.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from gb10check.sim import model_files
-from gb10check.sizing import SizingError, fit, shape_from_config
+from gb10check.sizing import GIB, SizingError, decode_bytes, decode_floor, fit, shape_from_config
 
 
 def seed_fit(repo, **kw):
@@ -67,3 +67,56 @@ def test_size_command(tmp_path):
         assert run.returncode == code, run.stderr
         assert "weights per rank (TP=2)" in run.stdout and "KV cache per token" in run.stdout
     assert "wedge the driver" in run.stdout
+
+
+# ---- decode floor -------------------------------------------------------------------------------------------------
+
+
+def test_decode_floor_is_bandwidth_times_efficiency_over_bytes():
+    # the seed's FP8 checkpoint over TP=2: 86.39 GiB a node; the issue's GB10 figures, measured 231-234 and spec 273 GB/s
+    per_node = decode_bytes(model_files.config(model_files.REPO_FP8), model_files.index(model_files.REPO_FP8), 2).per_node_bytes
+    assert round(per_node / GIB, 2) == 86.39
+    assert [round(decode_floor(per_node, bw, 1.0), 2) for bw in (231, 234, 273)] == [2.49, 2.52, 2.94]
+    # the seed measured 22.62 (eager) and 23.32 tok/s: 9x the dense ceiling, so the checkpoint is a mixture of experts whose
+    # config.json, as the suite holds it, names no experts: the dense floor is low, never wrong-side
+    assert 22.62 / decode_floor(per_node, 232, 1.0) > 9
+    with pytest.raises(SizingError):
+        decode_floor(per_node, 232, 0)
+    with pytest.raises(SizingError):
+        decode_floor(0, 232, 0.5)
+
+
+def moe_config(**over):
+    cfg = {"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 1024, "num_experts": 8, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 512, "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "fp8"}}
+    return {**cfg, **over}
+
+
+def test_moe_reads_only_the_active_experts():
+    experts = 4 * 8 * 3 * 1024 * 512  # layers x experts x (gate, up, down) x hidden x moe_intermediate, 1 byte each (fp8)
+    total = experts + 10 * 2**20
+    d = decode_bytes(moe_config(), {"metadata": {"total_size": total}}, 2)
+    assert d.read_per_token_bytes == total - experts * (1 - 2 / 8)
+    assert d.per_node_bytes == d.read_per_token_bytes / 2 and d.how.startswith("MoE: the checkpoint")
+    # every other layer MoE (decoder_sparse_step 2): half the experts' bytes
+    assert decode_bytes(moe_config(decoder_sparse_step=2), {"metadata": {"total_size": total}}, 1).read_per_token_bytes == \
+        total - experts / 2 * (1 - 2 / 8)
+    # unquantized BF16: 2 bytes a weight; 4-bit by `bits`
+    assert decode_bytes(moe_config(quantization_config=None), {"metadata": {"total_size": 3 * experts}}, 1).read_per_token_bytes \
+        == 3 * experts - 2 * experts * (1 - 2 / 8)
+    gptq = moe_config(quantization_config={"quant_method": "gptq", "bits": 4})
+    assert decode_bytes(gptq, {"metadata": {"total_size": total}}, 1).read_per_token_bytes == total - experts / 2 * (1 - 2 / 8)
+
+
+@pytest.mark.parametrize("config, index, message", [
+    (moe_config(), {"metadata": {"total_size": 1000}}, "more than the checkpoint's"),
+    (moe_config(num_experts_per_tok=9), {"metadata": {"total_size": 2**40}}, "num_experts_per_tok 9 with 8 experts"),
+    (moe_config(quantization_config={"quant_method": "compressed-tensors"}), {"metadata": {"total_size": 2**40}},
+     "'compressed-tensors': its bytes per weight are not known"),
+    (moe_config(moe_intermediate_size="x"), {"metadata": {"total_size": 2**40}}, "MoE fields are missing or not numbers .invalid literal"),
+    (moe_config(), {"metadata": {"total_size": 0}}, "total_size 0"),
+    (moe_config(), {}, "no metadata.total_size"),
+])
+def test_moe_files_that_cannot_say_are_an_error(config, index, message):
+    with pytest.raises(SizingError, match=message):
+        decode_bytes(config, index, 2)

@@ -7,12 +7,14 @@ completion's or stream's facts from facts.vllm_api, client-side timings) and the
 
 import json
 import statistics
+from dataclasses import dataclass
 
 from ..cluster import Deploy, ExpectEngine, Serving
 from ..facts.vllm_api import ChatCompletion, ParseError, ToolCall, parse_metrics_info, parse_models
 from ..facts.vllm_log import VllmLog
 from ..remedies import Code
 from ..serving import Reply, Timed
+from ..sizing import SizingError, decode_bytes, decode_floor
 from ..verdict import Finding
 
 CHAT = "POST /chat/completions"
@@ -220,17 +222,52 @@ def judge_decode_run(where: str, reply: Reply | None, timed: Timed | None, model
     return []
 
 
-def judge_decode(where: str, runs: list[Timed], minimum: float) -> list[Finding]:
-    """The median decode tok/s of the runs against serving.min_decode_tok_s."""
+@dataclass(frozen=True)
+class DerivedFloor:
+    """The decode floor derived from first principles (sizing.decode_floor), or None and why it cannot be."""
+    tok_s: float | None
+    how: str  # the arithmetic, or the cause
+
+
+def derive_floor(sizing_files: tuple[str, str] | None, unread: str | None, tp: int, bandwidth_gbs: float | None,
+                 efficiency: float | None, profile: str) -> DerivedFloor:
+    """From the model's config.json and safetensors index on rank 0 (None: `unread` says why), TP and the profile's figures."""
+    if bandwidth_gbs is None or efficiency is None:
+        return DerivedFloor(None, f"profile {profile} gives no expect.memory_bandwidth_gbs / expect.decode_efficiency "
+                                  "(null: they do not apply to this hardware)")
+    if sizing_files is None:
+        return DerivedFloor(None, f"the model's size cannot be read: {unread}")
+    try:
+        config, index = (json.loads(t) for t in sizing_files)
+        per_node = decode_bytes(config, index, tp)
+        floor = decode_floor(per_node.per_node_bytes, bandwidth_gbs, efficiency)
+    except (SizingError, ValueError, TypeError, AttributeError) as exc:
+        return DerivedFloor(None, f"the model's size cannot be read: {exc}")
+    return DerivedFloor(floor, f"{bandwidth_gbs:g} GB/s x {efficiency:g} / {per_node.per_node_bytes / 1e9:.2f} GB a token per "
+                               f"node ({per_node.how})")
+
+
+def judge_decode(where: str, runs: list[Timed], minimum: float | None, derived: DerivedFloor) -> list[Finding]:
+    """The median decode tok/s of the runs against serving.min_decode_tok_s, else against the derived floor; with
+    neither, not checked."""
     rates = [r.decode_tok_s for r in runs if r.decode_tok_s is not None]
     if not rates:
         return [Finding(Code.STREAM_BROKEN, where, f"none of {len(runs)} runs could be timed",
                         "token chunks and a usage chunk (stream_options.include_usage)")]
     decode = statistics.median(rates)
     e2e = statistics.median(r.e2e_tok_s for r in runs if r.decode_tok_s is not None)
-    if decode < minimum:
-        return [Finding(Code.DECODE_SLOW, where, f"decode {decode:.1f} tok/s (median of {len(rates)}; end-to-end {e2e:.1f} tok/s)",
-                        f">= {minimum:g} tok/s (serving.min_decode_tok_s)")]
+    seen = f"decode {decode:.1f} tok/s (median of {len(rates)}; end-to-end {e2e:.1f} tok/s)"
+    if minimum is not None:
+        if decode < minimum:
+            return [Finding(Code.DECODE_SLOW, where, seen, f">= {minimum:g} tok/s (serving.min_decode_tok_s)")]
+        return []
+    if derived.tok_s is None:
+        return [Finding(Code.DECODE_FLOOR_UNKNOWN, where, f"{seen}; no floor to judge it by: {derived.how}",
+                        "serving.min_decode_tok_s, or a floor derived from the profile's memory bandwidth and the model's "
+                        "weights", why=derived.how)]
+    if decode < derived.tok_s:
+        return [Finding(Code.DECODE_SLOW, where, f"{seen}, {decode / derived.tok_s:.2f} of the derived floor",
+                        f">= {derived.tok_s:.1f} tok/s (derived: {derived.how})")]
     return []
 
 
