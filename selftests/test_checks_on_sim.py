@@ -108,6 +108,8 @@ EXPECTED: dict[str, dict[str, str]] = {
         f"{PF}/test_firewall.py::test_firewall[{B}]": r"\[ufw-not-persisted\] .*169\.254\.0\.0/16 accepted only by a hand-made iptables rule",
     },
     "link2-down": {
+        **{f"{NW}/test_cabling.py::test_cabling[{n}:{L1}]": rf"\[cable-nothing\] {n}:{L1}: saw its cable reaches nothing; "
+           rf"expected {m} {L1} \(topology: pair\)" for n, m in ((A, B), (B, A))},
         **{f"{NW}/test_links.py::test_rdma_link_up[{n}:{L1}]": rf"\[link-down\] {n}:{L1}: saw roceP2p1s0f0 port 1 ==> {L1} \(Down\)"
            for n in (A, B)},
         **{f"{NW}/test_links.py::test_rdma_port_active[{n}:{L1}]": r"\[port-not-active\] .*state DOWN, phys_state Disabled"

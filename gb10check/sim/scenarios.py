@@ -177,7 +177,7 @@ SCENARIOS = {s.name: s for s in [
              proves=("test_firewall:ufw-not-persisted",)),
     Scenario("link2-down", "rank 1: the second logical link (enP2p1s0f0np0) is down",
              (Step(1, shell="ip link set enP2p1s0f0np0 down"),),
-             proves=("test_compose_lint:compose-env", "test_ib_write_bw:rdma-run", "test_link_speed:link-down", "test_nccl_all_gather:nccl-bandwidth", "test_nccl_all_gather:nccl-socket-fallback", "test_ping:ping", "test_rdma_link_up:link-down", "test_rdma_port_active:port-not-active", "test_route_to_peer:route-wrong-dev", "test_ssh_mesh:ssh-mesh")),
+             proves=("test_cabling:cable-nothing", "test_compose_lint:compose-env", "test_ib_write_bw:rdma-run", "test_link_speed:link-down", "test_nccl_all_gather:nccl-bandwidth", "test_nccl_all_gather:nccl-socket-fallback", "test_ping:ping", "test_rdma_link_up:link-down", "test_rdma_port_active:port-not-active", "test_route_to_peer:route-wrong-dev", "test_ssh_mesh:ssh-mesh")),
     Scenario("gid-moved", "rank 1: GID index 3 is RoCE v1; RoCE v2 with the IPv4 address moved to index 5",
              (Step(1, state={"gid_layout": "shifted"}),),
              proves=("test_compose_lint:compose-env", "test_nccl_all_gather:nccl-socket-fallback", "test_nccl_all_gather:nccl-bandwidth",
@@ -432,8 +432,8 @@ SCENARIOS = {s.name: s for s in [
                             "ufw insert 1 deny proto tcp from 192.168.101.0/24 to any port 6700 >/dev/null"),),
              proves=("test_port_open:port-blocked", "test_ray_ports_allowed:ray-port-not-allowed"), executor="ray"),
     Scenario("same-subnet", "rank 0 and 1: the second logical link moved into the first link's subnet",
-             (Step(0, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.94.253/16 dev enP2p1s0f0np0"),
-              Step(1, shell="ip addr flush dev enP2p1s0f0np0 && ip addr add 169.254.159.207/16 dev enP2p1s0f0np0")),
+             (Step(0, shell="ip -4 addr flush dev enP2p1s0f0np0 && ip addr add 169.254.94.253/16 dev enP2p1s0f0np0"),
+              Step(1, shell="ip -4 addr flush dev enP2p1s0f0np0 && ip addr add 169.254.159.207/16 dev enP2p1s0f0np0")),
              proves=("test_ib_write_bw:rdma-run", "test_link_address:address-missing", "test_links_on_distinct_subnets:same-subnet", "test_ping:ping", "test_roce_gid:gid-not-roce-v2", "test_route_to_peer:route-wrong-dev", "test_ssh_mesh:ssh-mesh")),
     # The kernel-log scenarios: lines this machine's kernel cannot print (no ConnectX-7, no GPU), in the printk formats
     # the signs in checks/platform.py cite, added by rank 1's dmesg.
