@@ -333,7 +333,8 @@ def bed():
 
 # The checks marked slow: measurements, and the container canaries (a torch import in a container on every node of this
 # 2-core machine; on the sim's CPU torch the two image canaries skip: no NCCL to identify, no CUDA kernel to build).
-SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_nccl_collectives", "test_gpu_compute", "test_image_nccl", "test_image_kernels"}
+SLOW = {"test_ib_write_bw", "test_nccl_all_gather", "test_nccl_collectives", "test_gpu_compute", "test_image_nccl", "test_image_kernels",
+        "test_start_memory", "test_no_gpu_process_left"}
 
 
 def selection_for(name: str) -> list[str]:

@@ -31,7 +31,9 @@ WHAT = {"weights": "loading the weights", "compile": "torch.compile", "kv_cache"
         "graph_capture": "CUDA graph capture", "api": "the API server's start"}
 LIKELY = {
     "weights": "a slow or network disk under the HF cache (gb10check's disk check), a page cache filling unified memory "
-               "(drop it), a checkpoint bigger than memory paging in; read the node's MemAvailable and the disk's rate",
+               "(drop it), a checkpoint bigger than memory paging in; read the node's MemAvailable and the disk's rate; or a rank "
+               "waiting at a collective for a peer that never answers (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME, a firewall "
+               "dropping the master port or the NCCL ports between the nodes): read every rank's log",
     "compile": "a cold torch.compile cache (mount ~/.cache/vllm from the host so the next start reuses it), Triton or "
                "inductor compiling for a GPU its ptxas does not know; rerun with -cc.mode=0 or --enforce-eager to confirm",
     "kv_cache": "the profiling run hung: a rank that died or waits at a collective (read every rank's log), memory "
