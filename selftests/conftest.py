@@ -107,6 +107,10 @@ def runs_vllm(path: str, test: str) -> bool:
 def pytest_configure(config):
     config.addinivalue_line("markers", "vllm: a simulated test that runs a real vLLM: never beside another "
                                        "(selftests/conftest.py runs them all on one xdist worker)")
+    # A crashed worker fails the run there and then: its replacement would boot another simulated cluster beside the
+    # running ones and take over scopes half-run (xdist's default restarts up to 4 workers per process).
+    if getattr(config.option, "maxworkerrestart", "unset") is None:
+        config.option.maxworkerrestart = "0"
 
 
 def pytest_xdist_make_scheduler(config, log):

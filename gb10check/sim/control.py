@@ -359,9 +359,20 @@ def pid_of(name: str) -> int:
         pid = int((state_dir() / "nodes" / f"{name}.pid").read_text())
     except (OSError, ValueError):
         raise SimError(f"node {name} is not running (no simulated cluster up? run `gb10check sim up`)") from None
-    if not Path(f"/proc/{pid}").exists():
+    if not is_node_init(pid, name):
         raise SimError(f"node {name} is not running (its init {pid} is gone)")
     return pid
+
+
+def is_node_init(pid: int, name: str) -> bool:
+    """Whether `pid` is still the init of node `name`: in the node's network namespace and a PID namespace of its own.
+    A PID read from a file may since have gone to any process of this machine (PIDs wrap), which must not be entered
+    or signalled in the node's stead."""
+    try:
+        return (os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{topology.prefix()}{name}").st_ino
+                and os.stat(f"/proc/{pid}/ns/pid").st_ino != os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return False
 
 
 def node_exec(name: str, command: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -389,7 +400,9 @@ def down(quiet: bool = False) -> None:
     d = state_dir()
     for pid_file in (d / "nodes").glob("*.pid") if (d / "nodes").exists() else []:
         try:
-            os.kill(int(pid_file.read_text()), 9)  # PID 1 of the node: its whole PID namespace goes with it
+            pid = int(pid_file.read_text())
+            if is_node_init(pid, pid_file.stem):
+                os.kill(pid, 9)  # PID 1 of the node: its whole PID namespace goes with it
         except (OSError, ValueError):
             pass
         pid_file.unlink()
