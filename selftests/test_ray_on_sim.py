@@ -181,8 +181,13 @@ def test_ray_cluster_is_real_checks_see_it_and_a_task_runs_on_each_node(ray_pair
         ran = in_head(f"python3 -c {shlex.quote(TASK)} {QSFP[A]} {QSFP[B]}")
         assert ran.returncode == 0, ran.stdout + ran.stderr
         assert json.loads(ran.stdout.strip().splitlines()[-1]) == [{"hostname": A, "ip": QSFP[A]}, {"hostname": B, "ip": QSFP[B]}]
-        status = in_head("ray status")
-        assert status.returncode == 0 and re.search(r"Active:\n(\s+1 node_\w+\n){2}", status.stdout), status.stdout
+        # `ray status` prints the autoscaler's last report, made every few seconds: it may still show one node for a
+        # while after both have joined (the task above ran on each).
+        def both_active() -> subprocess.CompletedProcess | None:
+            status = in_head("ray status")
+            return status if status.returncode == 0 and re.search(r"Active:\n(\s+1 node_\w+\n){2}", status.stdout) else None
+        status = wait_until(both_active, 60, interval_s=2)
+        assert status, in_head("ray status").stdout
         assert re.search(r"0\.0/2\.0 GPU", status.stdout), status.stdout
         run = run_suite(ray_pair, "-m", "network", "-k", "test_ray_")
         assert {k: v.outcome for k, v in run.results.items()} == {
