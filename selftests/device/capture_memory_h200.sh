@@ -4,6 +4,8 @@
 # (named VLLM::EngineCore through argv[0], as vLLM's setproctitle names its engine), the process table's line, and the
 # memory probe (gb10check/canary/memory.py) on the machine's python3, each state in turn. Keep what comes back in
 # selftests/captures/memory/ (see selftests/captures/README.md).
+# The suite's own GPU_PROCESSES command is written here first (the device has no pydantic to import the suite):
+#   python3 -c 'from gb10check.gather.commands import GPU_PROCESSES; print(GPU_PROCESSES)' > gpu_processes.sh
 #   bash selftests/device/capture_memory_h200.sh 2>&1 | tee $OUT/run.log
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -21,13 +23,21 @@ look() {  # $1: the state's name
     timeout 120 python3 - < gb10check/canary/memory.py > "$OUT/h200-memory-probe-$1.json"; echo "exit $?"
     cat "$OUT/h200-memory-probe-$1.json"
     step "the suite's own command (gb10check/gather/commands.py GPU_PROCESSES)"
-    timeout 60 sh -c "$(python3 -c 'import sys; sys.path.insert(0, "."); from gb10check.gather.commands import GPU_PROCESSES; print(GPU_PROCESSES)')" \
+    timeout 60 sh gpu_processes.sh \
         > "$OUT/h200-gpu-processes-$1.txt" 2>&1; echo "exit $?"; cat "$OUT/h200-gpu-processes-$1.txt"
 }
 date -u; uname -a
 look idle
 step "a python3 named VLLM::EngineCore holding 20 GiB on GPU 0"
-bash -c 'exec -a VLLM::EngineCore python3 -c "import torch, time; x = torch.empty(20 << 30, dtype=torch.uint8, device=\"cuda:0\"); torch.cuda.synchronize(); print(\"held\", flush=True); time.sleep(300)"' > "$OUT/holder.log" 2>&1 &
+cat > /tmp/holder.py <<'PY'
+import time
+import torch
+x = torch.empty(20 << 30, dtype=torch.uint8, device="cuda:0")
+torch.cuda.synchronize()
+print("held", flush=True)
+time.sleep(300)
+PY
+bash -c 'exec -a VLLM::EngineCore python3 /tmp/holder.py' > "$OUT/holder.log" 2>&1 &
 holder=$!
 for i in $(seq 120); do grep -q held "$OUT/holder.log" && break; sleep 0.5; done; cat "$OUT/holder.log"
 step "ps -o pid,ppid,stat,comm,args -p $holder"; ps -o pid,ppid,stat,comm,args -p $holder | tee "$OUT/h200-ps-holder.txt"
@@ -35,3 +45,5 @@ look holding
 kill $holder; wait $holder 2>/dev/null
 for i in $(seq 40); do [ -z "$($APPS --format=csv,noheader)" ] && break; sleep 0.5; done
 look after
+# One archive: the device tool brings back a few files only.
+(cd "$OUT" && tar czf memory-h200.tgz h200-* holder.log && rm -f h200-* holder.log)
