@@ -1,6 +1,7 @@
 import ast
 import functools
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,23 @@ def pytest_configure(config):
     # running ones and take over scopes half-run (xdist's default restarts up to 4 workers per process).
     if getattr(config.option, "maxworkerrestart", "unset") is None:
         config.option.maxworkerrestart = "0"
+
+
+def pytest_testnodedown(node, error):
+    """A worker that died says how (its exit status or the signal that ended it): xdist says only "Not properly
+    terminated"."""
+    if not error:
+        return
+    popen = getattr(getattr(node.gateway, "_io", None), "popen", None)
+    try:
+        rc = popen.wait(timeout=10) if popen else None
+    except Exception as exc:  # still running or not ours to wait for: say so rather than guess
+        rc = f"unknown ({type(exc).__name__})"
+    how = (f"killed by signal {-rc} ({signal.Signals(-rc).name})" if isinstance(rc, int) and rc < 0 and -rc in
+           signal.valid_signals() else f"exit status {rc}")
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter:
+        reporter.write_line(f"[{node.gateway.id}] worker process ended: {how}")
 
 
 def pytest_xdist_make_scheduler(config, log):
