@@ -736,11 +736,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `gb10check parse ... | head` ends quietly
+    """The command, callable in-process: it changes no process-wide state."""
     parser = build_parser()
     debug_options(parser)
     return run(parser.parse_args(argv))
 
 
-if __name__ == "__main__":
+def console_main() -> None:
+    """The installed command: a reader that closes the pipe (`| head`) ends it quietly, as it ends other tools."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_main()

@@ -4,6 +4,7 @@ reading the Hugging Face cache (or saying in one line which files it needs and w
 import importlib.metadata
 import json
 import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -21,7 +22,7 @@ SIZE = ["--tp", "2", "--max-model-len", "262144", "--container-limit", "105G", "
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """The command in this process (main() would also reset SIGPIPE for the whole test run)."""
+    """The command in this process, its output captured."""
     args = cli.build_parser().parse_args(argv)
     code = args.func(args)
     out = capsys.readouterr()
@@ -45,6 +46,22 @@ def test_version_outside_a_clone_is_the_installed_metadata(tmp_path):
     (tmp_path / "gb10check").mkdir()
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "another"\nversion = "9.9"\n')  # not ours: not read
     assert gb10check.version(tmp_path / "gb10check") == importlib.metadata.version("gb10check")
+
+
+def test_main_in_process_leaves_the_signal_dispositions_alone(capsys):
+    # a test worker whose SIGPIPE is reset dies on its next write to a closed socket
+    before = signal.getsignal(signal.SIGPIPE)
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert cli.main(["parse", "--list"]) == 0
+    capsys.readouterr()
+    assert signal.getsignal(signal.SIGPIPE) == before == signal.SIG_IGN
+
+
+def test_the_command_read_by_head_ends_quietly():
+    shown = subprocess.run(f"{sys.executable} -m gb10check parse --list | head -1", shell=True, cwd=REPO,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and len(shown.stdout.splitlines()) == 1 and shown.stderr == "", shown.stderr
 
 
 # ---- parse: kinds spelled as the tools are ----------------------------------------------------------------------

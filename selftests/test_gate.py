@@ -109,7 +109,7 @@ def pytest_run(cwd: Path, cluster: Path, *args: str, bad: str = "") -> subproces
 def gate(cluster: Path, *args: str, step: str = "gate") -> subprocess.CompletedProcess:
     """`gb10check STEP --cluster=CLUSTER ARGS`, in this process (the command line's own code, without a second start-up)."""
     err = io.StringIO()
-    parsed = cli.build_parser().parse_args([step, f"--cluster={cluster}", *args])  # not cli.main: it resets SIGPIPE
+    parsed = cli.build_parser().parse_args([step, f"--cluster={cluster}", *args])  # the step as cli.run calls it
     with contextlib.redirect_stderr(err):
         rc = parsed.func(parsed)
     # A record's age is wall-clock time since its run (minutes on a loaded machine): N, whatever it is.
