@@ -22,10 +22,14 @@ def _state(got, name: str):
     return (None, value.why) if isinstance(value, Unreadable) else (value, None)
 
 
-def looks(cluster: Cluster, nodes: dict, between=None, gap_s: float = GAP_S) -> list[RankLook]:
+def looks(cluster: Cluster, nodes: dict, between=None, gap_s: float = GAP_S, also: tuple[str, ...] = (),
+          first_seen: dict | None = None) -> list[RankLook]:
     """Every rank looked at twice, `between()` run (or gap_s waited) between the looks; the second look reads the QSFP
-    links too. `nodes`: name -> RemoteNode (the caller's connections)."""
-    first = look(cluster, nodes, ("rank_state",))
+    links too. `nodes`: name -> RemoteNode (the caller's connections); `also`: more facts read in the first look's batch,
+    left in `first_seen` (node -> fact -> value or Unreadable, or the node's RemoteError)."""
+    first = look(cluster, nodes, ("rank_state", *also))
+    if first_seen is not None:
+        first_seen.update(first)
     if between is None:
         time.sleep(gap_s)
     else:

@@ -56,8 +56,8 @@ def test_a_paused_container_is_named_with_its_frozen_processes():
     assert [(f.code, f.where) for f in found] == [(Code.RANK_STOPPED, B)]
     text = found[0].text
     assert text.startswith(f"[rank-stopped] {B}: saw rank 1 stopped (the watch's request got no first token): its container "
-                           "is paused (docker pause: every process in it frozen); its process 443 (vllm) is in "
-                           "uninterruptible sleep"), text
+                           "is paused (docker pause: every process in it frozen); its processes 443 (vllm), 755 (python), 756 "
+                           "(VLLM::Worker_TP) are in uninterruptible sleep; its CPU time"), text
     assert "its CPU time did not move in 3 s while rank 0's moved 3.00 s" in text, text
     assert "docker unpause gb10-vllm` on thinkstationpgx-32" in text, text
 
@@ -67,8 +67,8 @@ def test_processes_stopped_by_sigstop_are_named_though_the_container_runs():
     assert b.container.status == "running"
     verdict = ranks.which_rank(looks(b, later(b, 0)))
     (look, evidence), = verdict.named
-    assert look.rank == 1 and evidence[:2] == ["its process 755 (python) is stopped (SIGSTOP)",
-                                               "its process 756 (VLLM::Worker_TP) is stopped (SIGSTOP)"], evidence
+    assert look.rank == 1 and evidence == ["its processes 755 (python), 756 (VLLM::Worker_TP) are stopped (SIGSTOP)",
+                                           "its CPU time did not move in 3 s while rank 0's moved 3.00 s"], evidence
 
 
 def test_a_d_state_that_passes_is_io_not_a_hang():

@@ -56,10 +56,17 @@ def container_evidence(state: RankState) -> str | None:
 
 
 def process_evidence(first: RankState | None, second: RankState) -> list[str]:
-    """Processes stopped or in uninterruptible sleep at both looks (a D state that passes is I/O, not a hang)."""
+    """Processes stopped or in uninterruptible sleep at both looks (a D state that passes is I/O, not a hang), one line
+    per state."""
     before = {p.pid: p.state for p in first.processes} if first is not None else {}
-    return [f"its process {p.pid} ({p.comm}) is {STOPPED_STATES[p.state]}" for p in second.processes
-            if p.state in STOPPED_STATES and before.get(p.pid, p.state) in STOPPED_STATES]
+    held = [p for p in second.processes if p.state in STOPPED_STATES and before.get(p.pid, p.state) in STOPPED_STATES]
+    out = []
+    for state, what in STOPPED_STATES.items():
+        these = [f"{p.pid} ({p.comm})" for p in held if p.state == state]
+        if these:
+            out.append(f"its process{'es' if len(these) > 1 else ''} {', '.join(these)} "
+                       f"{'are' if len(these) > 1 else 'is'} {what}")
+    return out
 
 
 def link_evidence(links: dict[str, Interface | None]) -> list[str]:
