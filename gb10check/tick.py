@@ -8,7 +8,9 @@ A tick (`tick()`), on every node at once through the fact registry (gather.fleet
   3. second look: each rank again and its node's QSFP links, so a rank whose CPU time did not move while the others'
      did, whose container is paused, whose processes are stopped, or whose link is down is named
      (gb10check/checks/ranks.py: the same judge as the soak's stall);
-  4. judged (`judge()`, pure) against the cluster's last tick in the history: a boot id that changed is a reboot since
+  4. each rank's log since the last tick (the rank watch's reading, gb10check/watch.py: vllm_log's hang, memory and
+     engine signatures), through the deployment's launcher over the same connections;
+  5. judged (`judge()`, pure) against the cluster's last tick in the history: a boot id that changed is a reboot since
      the last look; each clock-event reason is counted tick by tick, with its change since the last tick.
 Each tick is a run of stage `watch` in the run history (gb10check/history.py), printed as one JSON line on stdout
 (its findings as text on stderr), optionally written as Prometheus text (--metrics-file); its exit status is 0 (passed,
@@ -27,6 +29,8 @@ from .checks import ranks
 from .cluster import Cluster
 from .facts.procfs import Boots
 from .gather import Unreadable
+from .soak import HANG_SIGNATURES, MEMORY_SIGNATURES
+from .watch import read_log
 from .remedies import Code
 from .remote import RemoteError, RemoteNode
 from .serving import Api, ApiUnreachable, api_of
@@ -76,6 +80,7 @@ class Seen:
     hosts: dict[str, dict]
     rank_looks: list[ranks.RankLook]
     request: Request
+    logs: dict[str, str] = field(default_factory=dict)  # node -> its rank's log since the last look (absent: not read)
 
 
 @dataclass
@@ -84,6 +89,7 @@ class Last:
     run: int | None = None
     at: float | None = None
     boot_ids: dict[str, str] = field(default_factory=dict)
+    clocks: dict[str, float] = field(default_factory=dict)  # node -> its clock at the last look (its log is read from there)
     counts: dict[tuple[str, str], float] = field(default_factory=dict)  # (figure, node) -> ticks it was seen
 
 
@@ -97,6 +103,8 @@ def last_tick(store: hist.History | None, cluster: str) -> Last:
             for what, where, value, _ in got.figures:
                 if what == "boot id":
                     last.boot_ids[where] = str(value)
+                elif what == "node clock":
+                    last.clocks[where] = float(value)
                 elif what.startswith("clock events "):
                     last.counts[(what, where)] = float(value)
             return last
@@ -138,6 +146,17 @@ def judge(cluster: Cluster, seen: Seen, last: Last) -> tuple[dict[str, list[Find
     what = f"the watch's request: {r.error[:120]}" if r.error else "the watch's request"
     found = ranks.judge_ranks(seen.rank_looks, what)
     checks["watch::ranks"] = found
+    signs: list[Finding] = []
+    for look in seen.rank_looks:
+        if look.second is not None:
+            figures.append(("node clock", look.node, look.second.now, "clock"))
+        text = seen.logs.get(look.node)
+        for e in read_log(text).errors if text else []:
+            code = (Code.SOAK_HANG_SIGNATURE if e.name in HANG_SIGNATURES else Code.SOAK_NO_MEMORY
+                    if e.name in MEMORY_SIGNATURES else Code.SOAK_ENGINE_ERROR)
+            signs.append(Finding(code, look.node, f"rank {look.rank}'s log since the last look: {e.text.strip()[:300]!r} "
+                                 f"({e.name})", "no hang or engine error in any rank's log", hint=e.hint))
+    checks["watch::logs"] = signs
     for look in seen.rank_looks:
         if look.second is not None and look.second.log_age_s is not None:
             figures.append(("watch last log line age", look.node, look.second.log_age_s, "s"))
@@ -229,18 +248,38 @@ def look_and_ask(cluster: Cluster, nodes: dict[str, RemoteNode], api: Api) -> Se
     return Seen(at, first, rank_looks, asked[0])
 
 
+def logs_since(cluster: Cluster, nodes: dict[str, RemoteNode], rank_looks: list[ranks.RankLook], last: Last) -> dict[str, str]:
+    """Each rank's log since the last tick's look (the first tick: watch.every_s back), through the deployment's launcher;
+    a node whose clock or log could not be read is left out (its rank look says why)."""
+    from .deploy.launch import ComposeLauncher
+    from .deploy.ray import RayLauncher
+
+    launcher = (RayLauncher if cluster.uses_ray else ComposeLauncher)(cluster, nodes)
+    out = {}
+    for look in rank_looks:
+        if look.first is None:
+            continue
+        since = last.clocks.get(look.node, look.first.now - cluster.watch.every_s)
+        try:
+            out[look.node] = launcher.log_since(look.node, since)[1]
+        except RemoteError:
+            continue
+    return out
+
+
 def tick(cluster: Cluster, cluster_file: Path, store: hist.History | None, metrics_file: Path | None = None,
          out=sys.stdout, err=sys.stderr) -> int:
     """One tick: look, ask, judge, record, say. Its exit status."""
     from .stage import file_hash
 
     nodes = {n.name: RemoteNode(n, cluster.ssh) for n in cluster.by_rank()}
+    last = last_tick(store, cluster.name)
     try:
         seen = look_and_ask(cluster, nodes, api_of(cluster, timeout_s=cluster.watch.ttft_budget_s + READ_GRACE_S))
+        seen.logs = logs_since(cluster, nodes, seen.rank_looks, last)
     finally:
         for n in nodes.values():
             n.close()
-    last = last_tick(store, cluster.name)
     checks, figures = judge(cluster, seen, last)
     outcomes = {name: outcome(found) for name, found in checks.items()}
     findings = {name: [f.as_dict() for f in found] for name, found in checks.items()}

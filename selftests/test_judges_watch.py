@@ -46,7 +46,8 @@ def codes(checks) -> dict[str, list[str]]:
 
 def test_a_healthy_tick_passes_with_its_figures(cluster):
     checks, figures = tick.judge(cluster, healthy(), tick.Last())
-    assert codes(checks) == {} and set(checks) == {"watch::request", "watch::ranks", *(f"watch::{w}[{n}]" for n in (A, B)
+    assert codes(checks) == {} and set(checks) == {"watch::request", "watch::ranks", "watch::logs",
+                                                   *(f"watch::{w}[{n}]" for n in (A, B)
                                                                                           for w in ("memory", "gpu", "boots"))}
     got = {(w, where): v for w, where, v, _ in figures}
     assert got[("watch ttft", A)] == 2.3 and got[("watch itl max", A)] == 229.8 and got[("watch gpu temperature", B)] == 52
@@ -72,6 +73,18 @@ def test_the_request_over_its_budgets_and_unanswered(cluster):
     assert checks["watch::ranks"][0].seen.startswith("rank 1 stopped (the watch's request: no chunk within 15 s after 0 "
                                                      "chunks): its container is paused")
     assert tick.exit_status({n: tick.outcome(f) for n, f in checks.items()}) == tick.FAILED
+
+
+def test_an_engine_error_in_a_ranks_log_since_the_last_look_is_named(cluster):
+    """The rank watch's reading of a log (gb10check/watch.read_log) on the lines since the last tick: a real follower's."""
+    follower = (CAPTURES.parent.parent.parent / "shared" / "captures" / "vllm_logs" /
+                "follower-collective_rpc-assertion-vllm-pr36875.txt").read_text()
+    seen = healthy()
+    seen.logs = {A: "", B: follower}
+    checks, figures = tick.judge(cluster, seen, tick.Last())
+    (found,) = checks["watch::logs"]
+    assert found.where == B and found.seen.startswith("rank 1's log since the last look: ") and not found.warning
+    assert {(w, where) for w, where, _, _ in figures} >= {("node clock", A), ("node clock", B)}
 
 
 def test_memory_under_the_floor_and_a_node_not_read(cluster):

@@ -5,8 +5,9 @@ nothing more to change; `scripts/deploy` brings up the real two-node vLLM (TP=2 
 enp1s0f0np0, rank 0 first, rank 1 headless, docker compose in each node); `pytest -m serving` passes against it; `pytest
 -m soak` passes the sustained load, the long-context request and a two-depth sweep on it; under each fault injected
 mid-soak the soak fails with the cause named, within the stall limit plus a few seconds (a fault that ends the
-deployment is followed by a fresh one, made by the deploy's own code); `scripts/down` takes away what the last fault
-left. The soak runs as a user runs it (a pytest process against the cluster file); the faults: a rank's real processes
+deployment is followed by a fresh one, made by the deploy's own code); `gb10check watch` ticks against the deployment,
+names the follower frozen by `docker pause` within one tick, and its ticks read back from the history; `scripts/down`
+takes away what the last fault left. The soak runs as a user runs it (a pytest process against the cluster file); the faults: a rank's real processes
 stopped (SIGSTOP), the follower's real container killed, a cluster file whose max_model_len is larger than the
 server's, and 6 GiB of the follower's memory (as the sim renders it) taken at once. (test_deploy_run.py holds the
 deploy's own faults.)
