@@ -608,8 +608,8 @@ def duration(text: str) -> float:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """One tick (--once), or a tick every --every until interrupted; a tick that could not reach the cluster at all is
-    said on stderr and the next tick tries again."""
+    """One tick (--once), or a tick every --every until interrupted; a node or the API that cannot be reached is that
+    tick's finding, and the next tick looks again."""
     import time
 
     from . import history, tick

@@ -149,7 +149,7 @@ def judge(cluster: Cluster, seen: Seen, last: Last) -> tuple[dict[str, list[Find
     signs: list[Finding] = []
     for look in seen.rank_looks:
         if look.second is not None:
-            figures.append(("node clock", look.node, look.second.now, "clock"))
+            figures.append(("node clock", look.node, look.second.now, "s"))
         text = seen.logs.get(look.node)
         for e in read_log(text).errors if text else []:
             code = (Code.SOAK_HANG_SIGNATURE if e.name in HANG_SIGNATURES else Code.SOAK_NO_MEMORY

@@ -167,3 +167,17 @@ def test_every_reads_durations(text, seconds):
 def test_every_refuses_what_is_not_a_duration(text):
     with pytest.raises(argparse.ArgumentTypeError):
         duration(text)
+
+
+def test_a_ticks_figures_parse_as_prometheus_text(cluster):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gb10check import metrics
+
+    checks, figures = tick.judge(cluster, healthy(), tick.Last())
+    outcomes = {n: tick.outcome(f) for n, f in checks.items()}
+    families = {f.name: f for f in text_string_to_metric_families(metrics.text(cluster.name, figures, outcomes, 2.0, True))}
+    assert {"gb10check_watch_ttft_seconds", "gb10check_watch_itl_max_milliseconds", "gb10check_watch_gpu_temperature_celsius",
+            "gb10check_watch_mem_available_gibibytes", "gb10check_clock_events_sw_thermal_slowdown_ticks"} <= set(families)
+    (sample,) = families["gb10check_watch_ttft_seconds"].samples
+    assert sample.value == 2.3 and sample.labels["node"] == A and sample.labels["cluster"] == cluster.name
