@@ -12,7 +12,7 @@ from gb10check.checks import ranks
 from gb10check.facts import ParseError, ip, nvidia, procfs
 from gb10check.remedies import Code
 
-OURS = Path(__file__).resolve().parent / "captures" / "watch"
+OURS = Path(__file__).resolve().parent / "captures" / "raw" / "watch"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "captures"
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 
@@ -29,7 +29,7 @@ def later(s: procfs.RankState, ticks: int, seconds: float = 3.0) -> procfs.RankS
 
 def looks(b_first, b_second, b_links=None, a_moved=300) -> list[ranks.RankLook]:
     a = state("sim-rank-state-running-rank0.txt")
-    up = {n: i for i in ip.parse_json((OURS / "../ip_ethtool/sim-ip-j-addr-rank0.json").read_text())
+    up = {n: i for i in ip.parse_json((OURS.parent.parent / "ip_ethtool" / "sim-ip-j-addr-rank0.json").read_text())
           for n in ("enp1s0f0np0", "enP2p1s0f0np0") if i.name == n}
     return [ranks.RankLook(A, 0, a, later(a, a_moved), up), ranks.RankLook(B, 1, b_first, b_second, b_links or {})]
 
