@@ -164,6 +164,8 @@ def judge(cluster: Cluster, seen: Seen, last: Last) -> tuple[dict[str, list[Find
         n = spec.name
         meminfo, why = _value(seen.hosts, n, "meminfo")
         mem: list[Finding] = []
+        if meminfo is not None and meminfo.get("mem_available_gib") is None and meminfo.get("mem_available_estimate_gib") is None:
+            meminfo, why = None, "neither MemAvailable nor the fields to estimate it in /proc/meminfo"
         if meminfo is None:
             mem.append(Finding(Code.COMMAND_FAILED, n, f"MemAvailable: {why}", "/proc/meminfo readable", command="cat /proc/meminfo"))
         else:

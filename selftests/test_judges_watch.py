@@ -181,3 +181,15 @@ def test_a_ticks_figures_parse_as_prometheus_text(cluster):
             "gb10check_watch_mem_available_gibibytes", "gb10check_clock_events_sw_thermal_slowdown_ticks"} <= set(families)
     (sample,) = families["gb10check_watch_ttft_seconds"].samples
     assert sample.value == 2.3 and sample.labels["node"] == A and sample.labels["cluster"] == cluster.name
+
+
+def test_a_meminfo_without_memavailable_uses_the_estimate_else_is_not_checked(cluster):
+    old = (REPO.parent / "shared" / "captures" / "meminfo" /
+           "openwrt-arm-128M-proc-meminfo-no-MemAvailable-old-kernel-sysinfo-issue164.txt").read_text()
+    checks, figures = tick.judge(cluster, dataclasses.replace(healthy(), hosts=hosts(mem_text=old)), tick.Last())
+    assert ("watch mem available", A, 0.1, "GiB") in figures  # procps' estimate from MemFree, the caches and the slab
+    assert codes(checks)[f"watch::memory[{A}]"] == ["watch-memory"]
+    seen = healthy()
+    seen.hosts[A]["meminfo"] = {"mem_total_gib": 0.119, "mem_available_gib": None, "mem_available_estimate_gib": None}
+    (found,) = tick.judge(cluster, seen, tick.Last())[0][f"watch::memory[{A}]"]
+    assert found.severity == "not-checked" and "neither MemAvailable nor the fields to estimate it" in found.seen
