@@ -231,6 +231,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster-name", metavar="NAME", help="only this cluster's runs")
     p.add_argument("--limit", type=int, default=30, help="how many runs to list (default 30)")
     p.set_defaults(func=cmd_history)
+    p = sub.add_parser("watch", help="look at the deployed cluster every few minutes: one small timed request, memory, "
+                                     "temperatures, reboots, which rank stopped; each tick a JSON line and a history run")
+    p.add_argument("--cluster", metavar="FILE", help="the cluster file (default: $GB10CHECK_CLUSTER, else ./cluster.yaml)")
+    p.add_argument("--every", metavar="DURATION", type=duration, help="between ticks: 90s, 10m, 1h (default: watch.every_s "
+                                                                     "of the cluster file)")
+    p.add_argument("--once", action="store_true", help="one tick, then exit with its status (for a systemd timer or cron)")
+    p.add_argument("--history", metavar="PATH", help="the history file each tick is recorded in (default: "
+                                                     "$GB10CHECK_HISTORY, else $XDG_DATA_HOME/gb10check/history.sqlite; off)")
+    p.add_argument("--metrics-file", metavar="PATH", help="write each tick's figures there as Prometheus text")
+    p.set_defaults(func=cmd_watch)
     sim = sub.add_parser("sim", help="the simulated GB10 cluster (root): up, down, status, apply, scenarios")
     simsub = sim.add_subparsers(dest="sim_command", required=True)
     p = simsub.add_parser("up", help="start the simulated cluster and write its cluster file")
@@ -587,6 +597,39 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(f"gb10check sim: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def duration(text: str) -> float:
+    """90, 90s, 10m, 1h -> seconds (more than 0)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text or "")
+    if not m or float(m[1]) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: write 90s, 10m or 1h")
+    return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """One tick (--once), or a tick every --every until interrupted; a node or the API that cannot be reached is that
+    tick's finding, and the next tick looks again."""
+    import time
+
+    from . import history, tick
+
+    path = Path(cluster_file(args.cluster))
+    cluster = cluster_from(args.cluster)
+    where = history.chosen(args.history)
+    store = history.History.open(where) if where is not None else None
+    metrics_file = Path(args.metrics_file) if args.metrics_file else None
+    every = args.every or cluster.watch.every_s
+    try:
+        while True:
+            started = time.monotonic()
+            status = tick.tick(cluster, path, store, metrics_file)
+            if args.once:
+                return status
+            time.sleep(max(0.0, every - (time.monotonic() - started)))
+    finally:
+        if store is not None:
+            store.close()
 
 
 def cmd_history(args: argparse.Namespace) -> int:

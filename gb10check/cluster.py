@@ -501,6 +501,20 @@ class Soak(Strict):
         return v
 
 
+class Watch(Strict):
+    """`gb10check watch`: one tick every every_s against the deployed cluster (gb10check/watch_tick.py): one short streamed
+    request timed against its budgets, each node's memory, GPU temperature and clock-event reasons, reboots, and each
+    rank's container, processes and log."""
+
+    every_s: float = Field(600.0, gt=0)  # between ticks (--every overrides it)
+    prompt: str = "Count from 1 to 20, separated by spaces."  # the one small request of a tick
+    max_tokens: int = Field(16, gt=1, le=256)
+    ttft_budget_s: float = Field(10.0, gt=0)  # its first token within this; a rank that stopped never answers
+    itl_budget_ms: float = Field(1000.0, gt=0)  # no gap between two of its tokens longer than this
+    max_temperature_c: float = Field(90.0, gt=0)  # a GPU at or above this is a warning (the SoC's own limits are higher)
+    min_mem_available: GiB | None = None  # GiB on every node; null: deploy.watchdog.min_mem_available
+
+
 class Waiver(Strict):
     """Not checked findings of this code do not close the gate; the reason is shown at the gate. A failure is never
     waived."""
@@ -535,6 +549,7 @@ class Cluster(Strict):
     deploy: Deploy
     serving: Serving = Serving()
     soak: Soak = Soak()
+    watch: Watch = Watch()
     gate: GateSettings = GateSettings()
 
     @model_validator(mode="after")

@@ -15,7 +15,8 @@ from pathlib import Path
 from .report import node_of
 
 UNITS = {"Gb/s": "gbps", "TFLOP/s": "tflops", "tok/s": "tokens_per_second", "t/s": "tokens_per_second", "s": "seconds",
-         "GiB": "gibibytes", "%": "percent", "MHz": "megahertz", "W": "watts", "tokens": "tokens"}
+         "ms": "milliseconds", "GiB": "gibibytes", "%": "percent", "C": "celsius", "MHz": "megahertz", "W": "watts",
+         "tokens": "tokens"}
 
 
 def family(what: str, unit: str) -> str:

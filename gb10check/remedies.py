@@ -195,6 +195,15 @@ class Code(str, Enum):
     DEPTH_PP_SLOW = "depth-pp-slow"
     DEPTH_TG_SLOW = "depth-tg-slow"
     DEPTH_RUN = "depth-run"
+    # Which rank stopped (gb10check/checks/ranks.py) and `gb10check watch`'s tick (gb10check/tick.py).
+    RANK_STOPPED = "rank-stopped"
+    WATCH_NO_ANSWER = "watch-no-answer"
+    WATCH_TTFT = "watch-ttft"
+    WATCH_ITL = "watch-itl"
+    WATCH_MEMORY = "watch-memory"
+    WATCH_TEMPERATURE = "watch-temperature"
+    WATCH_THERMAL_SLOWDOWN = "watch-thermal-slowdown"
+    WATCH_REBOOTED = "watch-rebooted"
 
 
 SOAK_NCCL_FIX = ("the field's TP=2 hang after 20-26 minutes of concurrent load (vLLM issues 41725 and 42354): the pip wheel's libnccl and the DGX OS libnccl2 are both 2.28.9 but different builds; make every rank's torch load the system library (link /usr/lib/aarch64-linux-gnu/libnccl.so.2 over the wheel's nvidia/nccl/lib/libnccl.so.2 in the image), pin it with deploy.nccl {{version, build_id}} and check it with test_image_nccl; then restart every rank together "
@@ -542,6 +551,25 @@ REMEDIES: dict[Code, str] = {
     Code.LONG_CONTEXT_NONCE: "the model lost a fact at depth: check the model's real context length (rope scaling, "
                              "max_position_embeddings), the chat template and --max-model-len; a small model may need "
                              "soak.nonce_placement: end",
+    Code.RANK_STOPPED: "rank {rank} on {node} stopped and every other rank waits on it: a paused container: `docker unpause "
+                       "gb10-vllm` on {node}; a stopped process: `kill -CONT` it; a QSFP link down: bring it up (`ip link set "
+                       "NETDEV up`, the cable, `gb10check check network`); else read its log (docker logs gb10-vllm). A TP "
+                       "group that stalled rarely recovers: restart every rank together (scripts/down, then scripts/deploy)",
+    Code.WATCH_NO_ANSWER: "the server did not answer the watch's one small request ({why}): read rank 0's log and the "
+                          "evidence of every rank in the same tick; restart every rank together if one stopped",
+    Code.WATCH_TTFT: "the first token came late: a rank that stopped or a server saturated by other load; read the tick's "
+                     "rank evidence and /metrics (vllm:num_requests_waiting); raise watch.ttft_budget_s only for a reason",
+    Code.WATCH_ITL: "the tokens came with long gaps: another rank slow or throttled (the tick's temperatures and clock-event "
+                    "reasons), the QSFP links (`gb10check check network`), or a saturated server",
+    Code.WATCH_MEMORY: "MemAvailable on {node} is under the floor while serving: something else took unified memory (docker "
+                       "stats, ps), or the KV cache and page cache grew; stop the other work, drop the page cache, or "
+                       "lower gpu_memory_utilization and redeploy",
+    Code.WATCH_TEMPERATURE: "the GPU on {node} runs hot: check its airflow (vents, the unit's neighbours, the room), and "
+                            "whether the engine's message queue busy-polls cores while idle; a GB10 slows, then powers off",
+    Code.WATCH_THERMAL_SLOWDOWN: "the GPU on {node} slows its clocks for heat ({reasons}): check its airflow and the room; "
+                                 "a count that keeps growing tick after tick precedes thermal power-offs",
+    Code.WATCH_REBOOTED: "{node} rebooted since the last look: read `journalctl -b -1 -e` on it (the end of the previous boot "
+                         "says whether it shut down or lost power), and its kernel log; its rank is gone: redeploy",
     Code.DEPTH_PP_SLOW: "prefill at depth {depth} is slow: check both links carry NCCL over RoCE, nothing else runs on the nodes, "
                         "the attention backend and chunked prefill settings; compare with llama-benchy on the same server "
                         "(bench/depth_sweep_vs_llama_benchy.py)",

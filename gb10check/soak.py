@@ -20,7 +20,10 @@ What runs:
     container state (an exit ends the run with its last log lines) and its log since the start (vllm_log's errors:
     the hang signatures `No available shared memory broadcast block`, `Watchdog caught collective operation timeout`,
     `RPC call to ... timed out`, and NV_ERR_NO_MEMORY, CUDA OOM, NCCL errors, a dead engine end the run).
-A run that ends early returns within about a tick of the cause (a stall: stall_limit_s after the stream's last token);
+After a stall every rank is looked at twice (gb10check/stopped.py: its container, processes, CPU time, log and links),
+so the judge names the rank that stopped (gb10check/checks/ranks.py).
+A run that ends early returns within about a tick of the cause (a stall: stall_limit_s after the stream's last token,
+then the looks' few seconds);
 streams still open are closed and their threads left to end on their read timeout.
 """
 
@@ -29,6 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from . import stopped
 from .cluster import Cluster
 from .prompts import SAFE_CHARS_PER_TOKEN, Sizer, filler, fresh_nonce, nonce_found, user, with_nonce, cut
 from .remote import RemoteError
@@ -204,6 +208,7 @@ class SoakResult:
     streams: list[StreamRecord] = field(default_factory=list)
     stalls: list[Stall] = field(default_factory=list)
     stopped_by: str | None = None  # what ended the run early: "stall", "memory floor", "rank exited", "signature", "stop"
+    rank_looks: list | None = None  # after a stall: two looks at every rank (gb10check/stopped.py), to name the one that stopped
 
     def cause_at(self) -> float | None:
         times = [s.at_s for s in self.stalls] + ([self.watched.cause_at()] if self.watched.cause_at() is not None else [])
@@ -368,6 +373,7 @@ class _Driver:
     def __init__(self, cluster, launcher, api: Api, cfg: Settings, next_body, concurrency: int, duration_s: float,
                  first_limit_s: float, on_tick, stop: threading.Event | None, clock=time.monotonic):
         self.api, self.cfg, self.next_body, self.clock = api, cfg, next_body, clock
+        self.cluster, self.launcher = cluster, launcher
         api.client  # made (openai imported) before the clock starts: that second is not the server's to answer
         self.concurrency, self.duration_s, self.first_limit_s, self.on_tick = concurrency, duration_s, first_limit_s, on_tick
         self.stop = stop or threading.Event()
@@ -483,6 +489,8 @@ class _Driver:
             if self.watch is not None:
                 self.watch.stop()
             self.result.elapsed_s = round(self.clock() - self.t0, 2)
+        if self.result.stopped_by == "stall" and getattr(self.launcher, "nodes", None):
+            self.result.rank_looks = stopped.looks(self.cluster, self.launcher.nodes)  # over the launcher's connections
         return self.result
 
 

@@ -78,6 +78,17 @@ def test_cpu_torch_multiplies_and_has_no_nccl(tmp_path):
     assert re.search(r"matmul \(median batch\) +thinkstationpgx-30 +\d+\.\d\d TFLOP/s \(float32 on cpu\)", out), out
 
 
+@pytest.mark.skipif(not SIM_PYTHON.exists(), reason="no simulation venv (CPU torch) on this machine: gb10check sim provisions it")
+def test_the_nccl_canary_names_the_images_vllm_and_flashinfer():
+    """The versions manifest's vLLM and flashinfer (test_image_nccl records them) come from the packages' metadata, also
+    where torch has no NCCL; a package not installed is None, never a guess."""
+    line = subprocess.run([str(SIM_PYTHON), "-"], input=canary.source("nccl"), capture_output=True, text=True,
+                          timeout=120).stdout.strip().splitlines()[-1]
+    result = json.loads(line)
+    assert result["nccl"] is None and re.fullmatch(r"\d+\.\d+\.\d+\S*", result["vllm"]), result
+    assert "flashinfer" in result and result["flashinfer"] is None, result  # the CPU build ships no flashinfer
+
+
 def local_cluster(tmp_path):
     """The example's rank 0 alone, reached through the local connection (this machine), as two workers' fleets see it."""
     data = yaml.safe_load((REPO / "cluster.example.yaml").read_text())

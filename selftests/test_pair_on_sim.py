@@ -5,8 +5,9 @@ nothing more to change; `scripts/deploy` brings up the real two-node vLLM (TP=2 
 enp1s0f0np0, rank 0 first, rank 1 headless, docker compose in each node); `pytest -m serving` passes against it; `pytest
 -m soak` passes the sustained load, the long-context request and a two-depth sweep on it; under each fault injected
 mid-soak the soak fails with the cause named, within the stall limit plus a few seconds (a fault that ends the
-deployment is followed by a fresh one, made by the deploy's own code); `scripts/down` takes away what the last fault
-left. The soak runs as a user runs it (a pytest process against the cluster file); the faults: a rank's real processes
+deployment is followed by a fresh one, made by the deploy's own code); `gb10check watch` ticks against the deployment,
+names the follower frozen by `docker pause` within one tick, and its ticks read back from the history; `scripts/down`
+takes away what the last fault left. The soak runs as a user runs it (a pytest process against the cluster file); the faults: a rank's real processes
 stopped (SIGSTOP), the follower's real container killed, a cluster file whose max_model_len is larger than the
 server's, and 6 GiB of the follower's memory (as the sim renders it) taken at once. (test_deploy_run.py holds the
 deploy's own faults.)
@@ -21,8 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gb10check import history
 from gb10check.cluster import load_cluster
 from gb10check.deploy.run import ComposeLauncher, deploy, down
+from gb10check.serving import api_of
 from gb10check.sim import control, scenarios
 from gb10check.sim.topology import mgmt_ip
 from gb10check.stage import deployment_record_path
@@ -45,12 +48,14 @@ class Pair:
         self.original = self.path.read_text()
         self.launcher: ComposeLauncher | None = None
 
-    def cluster_file(self, **soak_change) -> Path:
-        """The pair's cluster file, with soak settings changed for one test (`deploy_max_model_len` for the deploy's)."""
+    def cluster_file(self, watch: dict | None = None, **soak_change) -> Path:
+        """The pair's cluster file, with soak settings changed for one test (`deploy_max_model_len` for the deploy's;
+        `watch`: the watch section's)."""
         doc = yaml.safe_load(self.original)
         if "deploy_max_model_len" in soak_change:
             doc["deploy"]["max_model_len"] = soak_change.pop("deploy_max_model_len")
         doc["soak"].update(soak_change)
+        doc.setdefault("watch", {}).update(watch or {})
         self.path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return self.path
 
@@ -170,6 +175,57 @@ def test_healthy_soak_long_context_and_depth_sweep_pass(pair):
     assert re.search(r"\|\s+pp128\s+\|\s+\d+\.\d+", out) and re.search(r"\|\s+tg16 @ d512\s+\|\s+\d+\.\d+", out), out[-3000:]
 
 
+def served_requests(cluster_path: Path) -> float:
+    """The requests the server finished (vLLM's /metrics), to count what a watch tick sent."""
+    text = api_of(load_cluster(cluster_path)).get("/metrics", root=True).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:e2e_request_latency_seconds_count{"))
+
+
+def tick(path: Path, history_file: Path) -> tuple[int, dict, str]:
+    """`gb10check watch --once` as a timer runs it: (exit status, its JSON line, its stderr)."""
+    out = step("watch", path, "--once", f"--history={history_file}", timeout=300)
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1, out.stdout + out.stderr
+    return out.returncode, json.loads(lines[0]), out.stderr
+
+
+def test_watch_ticks_and_names_the_paused_follower_within_one_tick(pair, tmp_path):
+    """A tick against the deployed pair passes with one request; the follower's container frozen (`docker pause`), the
+    next tick fails naming rank 1 and why; unpaused, the pair answers again; every tick's rows read back."""
+    pair.deployed()
+    hist = tmp_path / "history.sqlite"
+    before = served_requests(pair.path)
+    status, line, said = tick(pair.path, hist)
+    assert status == 0 and set(line["outcomes"].values()) == {"passed"}, said + json.dumps(line)
+    assert served_requests(pair.path) - before == 1  # one small request a tick, never more
+    for node in (A, B):
+        assert line["figures"][f"watch mem available {node}"] > 0 and f"boot id {node}" in line["figures"]
+    assert line["figures"][f"watch ttft {A}"] < 30 and line["stopped"].startswith("no rank shows why")
+    # The TTFT budget of this tick alone at 10 s (the pair answers in about 2-3 s here): the frozen tick ends 15 s in.
+    path = pair.cluster_file(watch={"ttft_budget_s": 10})
+    control.node_exec(B, "docker pause gb10-vllm")
+    try:
+        frozen, line2, said2 = tick(path, hist)
+    finally:
+        control.node_exec(B, "docker unpause gb10-vllm")
+    assert frozen == 1 and line2["outcomes"]["watch::ranks"] == "failed", said2
+    assert line2["stopped"].startswith(f"rank 1 on {B} stopped: its container is paused (docker pause: every process in it "
+                                       "frozen)"), line2["stopped"]
+    assert re.search(rf"\[rank-stopped\] {B}: saw rank 1 stopped \(the watch's request: .*\): its container is paused", said2)
+    status3, line3, said3 = tick(pair.cluster_file(), hist)  # the pair serves again once unpaused
+    assert status3 == 0, said3
+    store = history.History.open(hist)
+    try:
+        runs = store.runs(load_cluster(pair.path).name)
+        assert [r.id for r in runs] == [line3["run"], line2["run"], line["run"]] and [r.green for r in runs] == [True, False, True]
+        shown = store.show(line2["run"])
+        assert shown.stages == ["watch"] and {f["code"] for f in shown.findings} >= {"rank-stopped", "watch-no-answer"}
+        assert ("watch mem available", B) in {(w, where) for w, where, _, _ in shown.figures}
+    finally:
+        store.close()
+
+
 def test_prompt_larger_than_the_server_accepts_is_named(pair):
     pair.deployed()
     # The cluster file says 16384 and asks for 0.99 of it; the server runs 8192.
@@ -215,6 +271,9 @@ def test_frozen_rank_is_a_stall_named_within_the_limit(pair):
         control.node_exec(B, "docker exec gb10-vllm sh -c 'kill -CONT -1'", check=False)
     text = failure(run, LOAD)
     assert re.search(r"\[soak-stall\] .*soak stream #\d+: saw no answer for 3\d\.\d s while waiting for", text), text
+    # ... and the rank that stopped named first, from the looks the soak took after the stall
+    assert re.search(rf"\[rank-stopped\] {B}: saw rank 1 stopped \(soak stream #\d+ stalled\): its processes .* are stopped "
+                     r"\(SIGSTOP\)", text), text
     launcher.stop(A, kill=True)  # a stalled TP pair does not come back by itself: the next test deploys again
     launcher.stop(B, kill=True)
 

@@ -7,8 +7,9 @@ readelf needed) and its version banner (read from the file too: a development bu
 Prints one JSON line: path, version, version_code, build_id, banner (torch's library), torch, torch_nccl (torch's own idea),
 libraries (every libnccl mapped: an LD_PRELOAD one sits beside torch's), pynccl (the library vLLM's own communicator
 loads: VLLM_NCCL_SO_PATH or `libnccl.so.2`, which an LD_PRELOAD wins), env_nccl_version (the image's NCCL_VERSION
-variable, which can be stale). A torch with no NCCL (a CPU build) prints
-{"nccl": null, "reason": ...}; NCCL linked into torch statically prints "static": true and no path.
+variable, which can be stale), vllm and flashinfer (the installed distributions' versions, None when absent). A torch
+with no NCCL (a CPU build) prints {"nccl": null, "reason": ...}; NCCL linked into torch statically prints "static": true
+and no path.
 """
 
 import ctypes
@@ -108,14 +109,29 @@ def pynccl() -> dict:
         return {"so_path": so_path, "error": f"{type(exc).__name__}: {exc}"}
 
 
+def distribution(*names: str) -> str | None:
+    """The installed version of the first of these Python distributions found (its metadata: nothing is imported)."""
+    from importlib import metadata
+
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
 def main() -> int:
     env = os.environ.get("NCCL_VERSION")
+    # The serving stack's own versions, for the run history's manifest (flashinfer's wheel was renamed flashinfer-python).
+    stack = {"vllm": distribution("vllm"), "flashinfer": distribution("flashinfer-python", "flashinfer")}
     try:
         import torch
     except Exception as exc:  # noqa: BLE001
-        print(json.dumps({"nccl": None, "reason": f"cannot import torch: {type(exc).__name__}: {exc}", "env_nccl_version": env}))
+        print(json.dumps({"nccl": None, "reason": f"cannot import torch: {type(exc).__name__}: {exc}", "env_nccl_version": env,
+                          **stack}))
         return 0
-    out = {"torch": torch.__version__, "env_nccl_version": env}
+    out = {"torch": torch.__version__, "env_nccl_version": env, **stack}
     try:
         import torch.distributed as dist
 

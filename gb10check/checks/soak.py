@@ -8,6 +8,7 @@ from ..depth import Sweep, test_name
 from ..remedies import Code
 from ..soak import HANG_SIGNATURES, MEMORY_SIGNATURES, LongContext, Settings, SoakResult
 from ..verdict import Finding
+from . import ranks
 
 
 def _watched(result: SoakResult) -> list[Finding]:
@@ -39,7 +40,10 @@ def _watched(result: SoakResult) -> list[Finding]:
 
 
 def _stalls(result: SoakResult, what: str) -> list[Finding]:
-    return [Finding(Code.SOAK_STALL, f"{what} stream #{s.stream}",
+    """The first stall, then which rank stopped (with every rank's evidence) when the run looked."""
+    named = ranks.judge_ranks(result.rank_looks, f"{what} stream #{result.stalls[0].stream} stalled") \
+        if result.stalls and result.rank_looks else []
+    return named + [Finding(Code.SOAK_STALL, f"{what} stream #{s.stream}",
                     f"no answer for {s.silent_s:.1f} s while waiting for {s.waiting_for} (after {s.tokens} tokens; prompt "
                     f"~{s.prompt_tokens} tokens), {s.at_s:.0f} s into the run",
                     f"{s.waiting_for} within {s.limit_s:g} s (soak.stall_limit_s"

@@ -7,7 +7,7 @@ reachable from the command line and must have captures that exercise it.
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
-from . import apt, collectives, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nccl_conf, nmcli, nvidia, nvidia_ctk, perftest, ray, rdma, ufw, vllm_api, vllm_log
+from . import apt, collectives, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nccl_conf, nmcli, nvidia, nvidia_ctk, perftest, procfs, ray, rdma, ufw, vllm_api, vllm_log
 from ._text import ParseError
 
 

@@ -225,3 +225,23 @@ def server_log(cluster: Cluster) -> str:
     command = cluster.serving.log_command or \
         f"docker logs {compose.RAY_CONTAINER_NAME if cluster.uses_ray else compose.CONTAINER_NAME} 2>&1"
     return f"{{ {command}; }} | head -c {SERVER_LOG_BYTES}"
+
+
+# ---- what `gb10check watch` and a stall's evidence read (gb10check/watch_tick.py, gb10check/which_rank.py) ----
+
+BOOTS = "cat /proc/sys/kernel/random/boot_id; journalctl --list-boots --no-pager -q 2>/dev/null | tail -n 50"
+# The GPU's temperature and the clock-event reasons active now (a bit mask: 0x20 SW thermal, 0x40 HW thermal slowdown).
+GPU_HEALTH = "nvidia-smi --query-gpu=temperature.gpu,clocks_throttle_reasons.active --format=csv"
+
+
+def rank_container(cluster: Cluster) -> str:
+    return compose.RAY_CONTAINER_NAME if cluster.uses_ray else compose.CONTAINER_NAME
+
+
+def rank_state(cluster: Cluster) -> str:
+    """One look at the node's rank: the node's clock, its container (docker inspect), /proc/PID/stat of each of its
+    processes (docker top lists them, a paused container's too), and its last log line with docker's timestamp."""
+    c = shlex.quote(rank_container(cluster))
+    return (f"date +%s.%N; echo '-- inspect'; docker inspect {c} 2>&1; echo '-- stat'; "
+            f"for p in $(docker top {c} -eo pid 2>/dev/null | tail -n +2); do cat /proc/$p/stat 2>/dev/null; done; "
+            f"echo '-- log'; docker logs -t --tail 1 {c} 2>&1 | tail -n 1")

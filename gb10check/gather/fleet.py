@@ -11,7 +11,7 @@ from typing import Any
 from ..cluster import Cluster
 from ..remote import NotRecorded, RemoteError, RemoteNode
 from . import registry
-from .batch import LOOK_FIRST, Output, batch_script, read_batch
+from .batch import LOOK_FIRST, Output, Unreadable, batch_script, read_batch
 from .probes import Probes
 from .shared import dump_output, load_output, run_shared
 
@@ -167,3 +167,25 @@ class Fleet:
         with ThreadPoolExecutor(len(names)) as pool:
             list(pool.map(run, names))
         return {name: self._once[(name, commands[name])] for name in names}
+
+
+def look(cluster: Cluster, nodes: dict[str, RemoteNode], names) -> dict[str, dict[str, Any] | RemoteError]:
+    """A fresh reading of the named facts (one per node: no per-link fact) on every node at once, over the caller's
+    connections, nothing kept: a watch's tick, a stall's evidence. Each node's fact -> value, or the Unreadable that
+    says why it could not be read; or the node's RemoteError."""
+    fleet = Fleet(cluster)
+    fleet.nodes.update(nodes)
+    fleet.wanted = set(names)
+    gathered = fleet._gather_all()
+    out: dict[str, dict[str, Any] | RemoteError] = {}
+    for node, outputs in gathered.items():
+        if isinstance(outputs, RemoteError):
+            out[node] = outputs
+            continue
+        out[node] = {}
+        for name in names:
+            try:
+                out[node][name] = registry.value_of(registry.FACTS[name], outputs[(name, None)], node)
+            except Unreadable as exc:
+                out[node][name] = exc
+    return out

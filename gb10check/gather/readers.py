@@ -313,3 +313,9 @@ def runtime(out: Output) -> tuple[int, str]:
 def last_line(out: Output) -> str:
     detail = (out.stderr or out.stdout).strip().splitlines()
     return detail[-1][:300] if detail else "no output"
+
+
+def procfs(kind: str) -> Callable[[Output], Any]:
+    """The watch's own readings (facts/procfs.py): the boots, a rank's state."""
+    parse = {"boots": facts.procfs.parse_boots, "rank_state": facts.procfs.parse_rank_state}[kind]
+    return lambda out: parse(out.stdout)

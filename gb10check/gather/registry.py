@@ -214,6 +214,12 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("ray_version", "Ray in the deployment image",
        lambda cl, n, a: c.ray_version(cl.deploy.image, cl.deploy.extra_volumes), lambda out: facts.parse("ray_version", out.stdout + (out.stderr if out.rc else "")), ok_exits=ANY_EXIT,
        needs=("image_present",), parse_kind="ray_version", when=lambda cl: cl.uses_ray),
+    # What `gb10check watch` and a stall's evidence read each time they look (gb10check/watch_tick.py, which_rank.py).
+    _f("boots", "the boot id and the journal's boots", const(c.BOOTS), r.procfs("boots")),
+    _f("gpu_health", "the GPU's temperature and active clock-event reasons", const(c.GPU_HEALTH), r.parser("nvidia_smi_query"),
+       tool="nvidia-smi", package=NVIDIA_UTILS, parse_kind="nvidia_smi_query"),
+    _f("rank_state", "the rank's container, its processes' state and CPU time, its last log line",
+       lambda cl, n, a: c.rank_state(cl), r.procfs("rank_state"), tool="docker", package="docker.io"),
 ]}
 
 

@@ -172,5 +172,8 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, execu
         "soak": {"duration_s": 60, "stall_limit_s": 30, "prompt_tokens": [16, 64, 128], "max_tokens": 32,
                  "long_context_fraction": 0.12, "nonce_placement": "end", "prefill_limit_s": 300, "depths": [0, 512],
                  "depth_prompt_tokens": 128, "depth_gen_tokens": 16, "depth_runs": 1},
+        # A watch tick's one request on the same two shared cores: its first token within the soak's stall limit, no gap
+        # over 5 s (one stream decodes about 7 tok/s alone, about 1 tok/s beside CI's other work). A GB10 pair: 10 s, 1 s.
+        "watch": {"ttft_budget_s": 30, "itl_budget_ms": 5000},
     }
     return "# Written by `gb10check sim up`: the simulated cluster.\n" + yaml.safe_dump(doc, sort_keys=False)

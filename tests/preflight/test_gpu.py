@@ -37,6 +37,9 @@ def test_image_kernels(node, cluster):
 @reads("canary_nccl", "machine", "vllm_service")
 def test_image_nccl(node, head, cluster, measurements, versions):
     mine = read(node, "canary_nccl")
+    for what, key in (("vLLM", "vllm"), ("flashinfer", "flashinfer")):  # the image's serving stack, in the manifest
+        if mine.get(key):
+            versions(node.name, f"{what} in {cluster.deploy.image}", mine[key])
     if mine.get("nccl") is None:
         pytest.skip(f"{node.name}: {mine.get('reason')} in {cluster.deploy.canary_python or cluster.deploy.image}: "
                     "no NCCL library to identify")

@@ -11,7 +11,9 @@ pytestmark = pytest.mark.preflight
 
 
 @reads("toolkit_version", "toolkit_config")
-def test_container_toolkit(node):
+def test_container_toolkit(node, versions):
+    for what, value in toolkit.toolkit_identity(read(node, "toolkit_version"), read(node, "toolkit_config")).items():
+        versions(node.name, what, value)  # the toolkit's release and CDI mode, in the run history's manifest
     report(toolkit.judge_toolkit_advisories(node.name, read(node, "toolkit_version"), read(node, "toolkit_config")))
 
 
