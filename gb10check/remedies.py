@@ -176,6 +176,7 @@ class Code(str, Enum):
     DECODE_SLOW = "decode-slow"
     DECODE_FLOOR_UNKNOWN = "decode-floor-unknown"
     CONCURRENCY = "concurrency"
+    SWEEP_LEVEL = "sweep-level"
     ERROR_STATUS = "error-status"
     METRICS = "metrics"
     ENGINE_CONFIG = "engine-config"
@@ -505,6 +506,9 @@ REMEDIES: dict[Code, str] = {
     Code.DECODE_FLOOR_UNKNOWN: "give serving.min_decode_tok_s (the decode rate you expect), or fix what keeps the floor "
                                "from being derived ({why}): `gb10check size --model ORG/NAME --tp N` reads the same files",
     Code.CONCURRENCY: "raise --max-num-seqs to {value} or the KV cache (gpu_memory_utilization); see the server log",
+    Code.SWEEP_LEVEL: "the engine fails at {value} sequences at once: read rank 0's log for the kernel or allocation that "
+                      "failed (a quantized kernel crashing at some batch sizes is fixed by another MoE/GEMM backend or "
+                      "vLLM release); until then serve with --max-num-seqs under {value}",
     Code.ERROR_STATUS: "the server answered an unknown model with {status}: a proxy may rewrite errors; test against rank 0",
     Code.METRICS: "the /metrics endpoint is how load and KV cache use are watched: check --disable-log-stats is not set "
                   "and no proxy hides the path",
