@@ -1,0 +1,77 @@
+"""The fabric-only judge (gb10check/checks/fabric.py) and the ss parser (gb10check/facts/ss.py), pure, on real `ss -tanp`
+outputs from the simulated pair (selftests/captures/ss: a rank-like process connected to its peer over the link
+192.168.101.0/24, and over the management network 198.18.5.0/24 to sshd and, refused by the firewall, to a Gloo-like port;
+no public ss capture is kept under ../shared/captures)."""
+
+import pytest
+
+from gb10check.checks.fabric import judge_fabric
+from gb10check.facts.ss import Socket, parse
+from gb10check.facts._text import ParseError
+from gb10check.remedies import Code
+
+from .conftest import REPO
+
+A, B = "thinkstationpgx-30", "thinkstationpgx-32"
+MGMT = {"198.18.5.10": A, "198.18.5.11": B}
+LINKS = {"192.168.101.10": A, "192.168.101.11": B}
+CAPTURES = REPO / "selftests" / "captures" / "ss"
+
+
+def capture(name):
+    return (CAPTURES / name).read_text()
+
+
+def test_ss_reads_every_socket_of_the_real_outputs_with_and_without_header():
+    a = parse(capture(f"sim-a-{A}-ss-tanpH-link-and-mgmt.txt"))
+    assert a == parse(capture(f"sim-a-{A}-ss-tanp-with-header.txt"))
+    assert [(s.state, str(s), s.process) for s in a] == [
+        ("LISTEN", "0.0.0.0:22 -> 0.0.0.0:*", "sshd (pid 71)"),
+        ("ESTAB", "192.168.101.10:58396 -> 192.168.101.11:29500", "python3 (pid 615)"),
+        ("SYN-SENT", "198.18.5.10:59936 -> 198.18.5.11:29500", "python3 (pid 615)"),
+        ("ESTAB", "198.18.5.10:50036 -> 198.18.5.11:22", "python3 (pid 615)"),
+        ("ESTAB", "192.168.101.10:59662 -> 192.168.101.11:5557", "python3 (pid 615)"),
+        ("LISTEN", "[::]:22 -> [::]:*", "sshd (pid 71)")]
+    b = parse(capture(f"sim-b-{B}-ss-tanpH-link-and-mgmt.txt"))
+    mapped = [s for s in b if s.local_port == 5557 and s.state == "ESTAB"]
+    assert [str(s) for s in mapped] == ["192.168.101.11:5557 -> 192.168.101.10:59662"]  # [::ffff:a.b.c.d] read as IPv4
+    assert [s for s in b if s.local_port == 5557 and s.state == "LISTEN"][0].local == "*"
+
+
+def test_ss_without_process_column_says_nothing_of_the_process():
+    [s] = parse("ESTAB 0 0 192.168.101.10:58396 192.168.101.11:29500\n")
+    assert s.processes == () and s.process is None
+
+
+@pytest.mark.parametrize("text", ["ESTAB 0 0 thinkstationpgx-32:ssh 198.18.5.10:50036",  # ss without -n
+                                  "Netid State Recv-Q\nudp UNCONN 0 0 0.0.0.0:68 0.0.0.0:*",
+                                  "ESTAB 0 0 192.168.101.10:58396", "garbage line"])
+def test_ss_refuses_what_it_cannot_read(text):
+    with pytest.raises(ParseError):
+        parse(text)
+
+
+def test_connections_over_the_links_pass_and_ssh_over_management_is_management_traffic():
+    for tag, node in (("a", A), ("b", B)):
+        assert judge_fabric(node, parse(capture(f"sim-{tag}-{node}-ss-tanpH-link-and-mgmt.txt")), MGMT, LINKS, ["enP2p1s0f0np0"]) == []
+
+
+def test_a_rank_connection_on_the_management_network_fails_naming_it_its_process_and_the_variables():
+    sockets = parse(capture(f"sim-a-{A}-ss-tanpH-link-and-mgmt.txt"))
+    # the same process's Gloo-like connection, had the firewall let it through: established over the management network
+    gloo = [Socket("ESTAB", s.local, s.local_port, s.peer, s.peer_port, s.processes) if s.state == "SYN-SENT" else s for s in sockets]
+    [f] = judge_fabric(A, gloo, MGMT, LINKS, ["enP2p1s0f0np0"])
+    assert f.code == Code.TRAFFIC_ON_MGMT and not f.warning and not f.not_checked
+    assert f.text.startswith(f"[traffic-on-mgmt] {A}: saw 198.18.5.10:59936 -> 198.18.5.11:29500 ({B}'s management address), "
+                             "process python3 (pid 615); expected connections between nodes on the links' addresses"), f.text
+    for fix in ("GLOO_SOCKET_IFNAME=enP2p1s0f0np0", "NCCL_SOCKET_IFNAME=enP2p1s0f0np0", "VLLM_HOST_IP=", "--node-ip-address"):
+        assert fix in f.text, f.text
+
+
+def test_no_connection_between_nodes_is_not_checked_never_a_pass():
+    listening = [s for s in parse(capture(f"sim-a-{A}-ss-tanpH-link-and-mgmt.txt")) if s.state != "ESTAB"]
+    [f] = judge_fabric(A, listening, MGMT, LINKS, ["enP2p1s0f0np0"])
+    assert f.code == Code.FABRIC_UNSEEN and f.not_checked
+    # a connection to the runner (not a cluster node) is not one between nodes
+    runner = [Socket("ESTAB", "198.18.5.10", 20001, "198.18.5.1", 40000, (("vllm", 9),))]
+    assert judge_fabric(A, runner, MGMT, LINKS, [])[0].code == Code.FABRIC_UNSEEN
