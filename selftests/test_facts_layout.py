@@ -223,7 +223,7 @@ INCOMPLETE = {"complete": False, "truncated": True, "processes_listed": False, "
 # compare the records with the cluster file's, by name, and read None as not known.
 RECORD_PER_LINE = {"ray_status", "ray_version", "proc_driver_nvidia_version", "ethtool", "ibstat", "ibv_devinfo",
                    "vllm_error", "ibdev2netdev", "rdma_link", "dpkg_query", "df", "compose_ps", "nvidia_smi_query",
-                   "ufw_status", "ip_addr", "show_gids", "ib_sysfs", "nmcli_profiles", "free", "meminfo"}
+                   "ufw_status", "ip_addr", "show_gids", "ib_sysfs", "nmcli_profiles", "free", "meminfo", "ss"}
 
 # Outputs of repeated samples (`nvidia-smi --query-gpu=... -l N`): a loop prints each GPU's row once per sample,
 # identical while nothing changes, so a repeated row is one more sample of the same values (the judges read them as

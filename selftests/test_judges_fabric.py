@@ -28,9 +28,9 @@ def test_ss_reads_every_socket_of_the_real_outputs_with_and_without_header():
     assert [(s.state, str(s), s.process) for s in a] == [
         ("LISTEN", "0.0.0.0:22 -> 0.0.0.0:*", "sshd (pid 71)"),
         ("ESTAB", "192.168.101.10:58396 -> 192.168.101.11:29500", "python3 (pid 615)"),
-        ("SYN-SENT", "198.18.5.10:59936 -> 198.18.5.11:29500", "python3 (pid 615)"),
-        ("ESTAB", "198.18.5.10:50036 -> 198.18.5.11:22", "python3 (pid 615)"),
         ("ESTAB", "192.168.101.10:59662 -> 192.168.101.11:5557", "python3 (pid 615)"),
+        ("ESTAB", "198.18.5.10:50036 -> 198.18.5.11:22", "python3 (pid 615)"),
+        ("SYN-SENT", "198.18.5.10:59936 -> 198.18.5.11:29500", "python3 (pid 615)"),
         ("LISTEN", "[::]:22 -> [::]:*", "sshd (pid 71)")]
     b = parse(capture(f"sim-b-{B}-ss-tanpH-link-and-mgmt.txt"))
     mapped = [s for s in b if s.local_port == 5557 and s.state == "ESTAB"]

@@ -4,14 +4,15 @@ Columns: State Recv-Q Send-Q Local-Address:Port Peer-Address:Port [Process]. Add
 brackets (`[fe80::1%enp1s0f0np0]:5557`, `[::ffff:192.168.101.11]:5557`: an IPv4 peer of a dual-stack socket, read as
 its IPv4 address) or a wildcard (`*`, `0.0.0.0`, `[::]`). The process column (`users:(("python3",pid=585,fd=4),...)`)
 is there only when ss ran with -p as root; without it the process is unknown (None), never guessed. A header line
-(`State Recv-Q ...`) is skipped; any other line that is not a socket is refused with the line.
+(`State Recv-Q ...`) is skipped; any other line that is not a socket is refused with the line. Sockets come back in
+the order of their addresses (ss's own order is its hash tables'), so a reordered paste reads the same.
 """
 
 import ipaddress
 import re
 from dataclasses import dataclass
 
-from ._text import ParseError
+from ._text import ParseError, parser
 
 STATES = {"ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT", "UNCONN", "CLOSE-WAIT", "LAST-ACK",
           "LISTEN", "CLOSING", "CLOSED"}
@@ -55,7 +56,13 @@ def _address(text: str, line: str) -> tuple[str, int | None]:
     return host or "*", None if m["port"] == "*" else int(m["port"])
 
 
+EXPECTED = "State Recv-Q Send-Q Local:Port Peer:Port [users:((...))] lines (ss -tanp)"
+
+
+@parser
 def parse(text: str) -> list[Socket]:
+    if not text.strip():
+        raise ParseError("ss", EXPECTED, text)
     sockets = []
     for line in text.splitlines():
         fields = line.split()
@@ -64,10 +71,13 @@ def parse(text: str) -> list[Socket]:
         if fields[0] in ("tcp", "tcp6"):  # ss -a without -t prints a Netid column first
             fields = fields[1:]
         if fields[0] not in STATES or len(fields) < 5 or not fields[1].isdigit() or not fields[2].isdigit():
-            raise ParseError("ss", "State Recv-Q Send-Q Local:Port Peer:Port [users:((...))]", line)
+            raise ParseError("ss", EXPECTED, line)
         local, local_port = _address(fields[3], line)
         peer, peer_port = _address(fields[4], line)
         users = " ".join(fields[5:])
         procs = tuple((m["name"], int(m["pid"])) for m in USER.finditer(users))
-        sockets.append(Socket(fields[0], local, local_port, peer, peer_port, procs))
-    return sockets
+        socket = Socket(fields[0], local, local_port, peer, peer_port, procs)
+        if procs and socket in sockets:  # a socket's owners name their fd: the same line twice is a paste's repeat
+            raise ParseError("ss", f"{EXPECTED}, each socket once", line)
+        sockets.append(socket)
+    return sorted(sockets, key=lambda s: (s.local, s.local_port or -1, s.peer, s.peer_port or -1, s.state))

@@ -1,0 +1,23 @@
+"""Facts asserted for our captures of ss/ (selftests/captures/ss: `ss -tanpH` and `ss -tanp` on the simulated pair while
+a process on thinkstationpgx-30 held connections to thinkstationpgx-32 over the link 192.168.101.0/24 and over the
+management network 198.18.5.0/24 to sshd, and tried a Gloo-like port there that the firewall drops: SYN-SENT)."""
+
+A = {"#": 6,  # in address order
+     "0.state": "LISTEN", "0.local": "0.0.0.0", "0.local_port": 22, "0.peer_port": None, "0.processes": [["sshd", 71]],
+     "1.state": "ESTAB", "1.local": "192.168.101.10", "1.local_port": 58396, "1.peer": "192.168.101.11", "1.peer_port": 29500,
+     "1.processes": [["python3", 615]],
+     "3.state": "ESTAB", "3.local": "198.18.5.10", "3.peer": "198.18.5.11", "3.peer_port": 22,
+     "4.state": "SYN-SENT", "4.peer": "198.18.5.11", "4.peer_port": 29500,
+     "5.local": "::", "5.local_port": 22}
+B = {"#": 7,
+     "0.state": "LISTEN", "0.local": "*", "0.local_port": 5557,
+     "3.state": "ESTAB", "3.local": "192.168.101.11", "3.peer": "192.168.101.10", "3.peer_port": 59662,  # [::ffff:...] as IPv4
+     "5.state": "ESTAB", "5.local": "198.18.5.11", "5.local_port": 22, "5.peer": "198.18.5.10", "5.peer_port": 50036,
+     "5.processes": [["sshd", 595]]}
+
+EXPECTED = {
+    "ours/ss/sim-a-thinkstationpgx-30-ss-tanpH-link-and-mgmt.txt": ("ss", A),
+    "ours/ss/sim-a-thinkstationpgx-30-ss-tanp-with-header.txt": ("ss", A),
+    "ours/ss/sim-b-thinkstationpgx-32-ss-tanpH-link-and-mgmt.txt": ("ss", B),
+    "ours/ss/sim-b-thinkstationpgx-32-ss-tanp-with-header.txt": ("ss", B),
+}
