@@ -75,3 +75,17 @@ def test_no_connection_between_nodes_is_not_checked_never_a_pass():
     # a connection to the runner (not a cluster node) is not one between nodes
     runner = [Socket("ESTAB", "198.18.5.10", 20001, "198.18.5.1", 40000, (("vllm", 9),))]
     assert judge_fabric(A, runner, MGMT, LINKS, [])[0].code == Code.FABRIC_UNSEEN
+
+
+def test_the_peers_addresses_sort_into_links_and_management_from_its_real_ip_addr():
+    from gb10check.cluster import Link
+    from gb10check.facts import parse as parse_kind
+    from gb10check.checks.fabric import addresses_of
+
+    ifaces = parse_kind("ip_j_addr", (CAPTURES / f"sim-b-{B}-ip-j-addr.json").read_text())
+    links = [Link(netdev="enp1s0f0np0", address="169.254.159.206/16"), Link(netdev="enP2p1s0f0np0", address="192.168.101.11/24")]
+    mgmt, fabric = addresses_of(B, ifaces, links)
+    assert mgmt == {"198.18.5.11": B, "fe80::b8cf:9eff:fe92:4462": B}  # the management port's, its link-local too
+    assert set(fabric) == {"169.254.159.206", "fe80::10e8:1eff:fe6c:a83b", "192.168.101.11", "fe80::885a:f8ff:feb9:ba83"}
+    sockets = parse(capture(f"sim-a-{A}-ss-tanpH-link-and-mgmt.txt"))
+    assert judge_fabric(f"{A}->{B}", sockets, mgmt, fabric, ["enP2p1s0f0np0"]) == []

@@ -68,7 +68,10 @@ EXPECTED: dict[str, dict[str, str]] = {
 # three minutes of every check at 0.3 of a core; the others' outcomes on this server are the healthy run's. A parser
 # flag changes what a reply carries, not how fast it comes: the parser-off runs leave out the two measurements (the
 # healthy and the throttled runs hold them), half of each run.
-NOT_SPEED = "not test_decode_throughput and not test_concurrency"  # the sweep too (test_concurrency_sweep)
+NOT_SPEED = "not test_decode_throughput and not test_concurrency and not test_traffic"  # the sweep too (test_concurrency_sweep)
+# This server runs on the head alone: no connection between nodes to judge. test_traffic_between_nodes_on_the_links is
+# proven on the deployed pair (test_pair_on_sim).
+NOT_BETWEEN_NODES = "not test_traffic_between_nodes"
 # The engine's scenario changes what the engine runs, not what it answers: its run asks for the engine check and two
 # quick ones.
 ONLY = {"server-throttled": "test_decode_throughput or test_health or test_model_registered",
@@ -111,7 +114,7 @@ def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch):
         scenarios.apply(name)
     else:
         serve.ensure(timeout_s=240)
-    run = run_suite(bed, "-m", "serving", *(("-k", ONLY[name]) if name in ONLY else ()), timeout=900)
+    run = run_suite(bed, "-m", "serving", "-k", ONLY.get(name, NOT_BETWEEN_NODES), timeout=900)
     results = run.results
     assert len(results) == SELECTED.get(name, 15), sorted(results)
     failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}

@@ -7,11 +7,23 @@ SSH (port 22 on either side) is management traffic by rule and belongs on the ma
 host that is not a cluster node (the runner, a registry) is not judged. Pure: sockets in (facts/ss.py), findings out.
 """
 
+from ..cluster import Link
+from ..facts.ip import Interface
 from ..facts.ss import Socket
 from ..remedies import Code
 from ..verdict import Finding
 
 SSH_PORT = 22
+
+
+def addresses_of(node: str, ifaces: list[Interface], links: list[Link]) -> tuple[dict[str, str], dict[str, str]]:
+    """(management, links): a node's addresses -> its name. Links: the cluster file's link addresses and every address on
+    a link's netdev (its IPv6 link-local too); management: every other address but loopback's."""
+    on_links = {link.netdev for link in links}
+    fabric = {link.ip: node for link in links} | {a.address: node for i in ifaces if i.name in on_links for a in i.addresses}
+    mgmt = {a.address: node for i in ifaces if i.name not in on_links and i.name != "lo" and i.link_type != "loopback"
+            for a in i.addresses if a.address not in fabric and a.scope != "host"}
+    return mgmt, fabric
 
 
 def between_nodes(sockets: list[Socket], node_of: dict[str, str]) -> list[Socket]:
@@ -25,7 +37,7 @@ def judge_fabric(node: str, sockets: list[Socket], mgmt: dict[str, str], links: 
     between nodes at all: not checked (the stack is not deployed across nodes, or ss could not see its sockets)."""
     peers = between_nodes(sockets, {**mgmt, **links})
     if not peers:
-        return [Finding(Code.FABRIC_UNSEEN, node, "no established TCP connection to another node's address",
+        return [Finding(Code.FABRIC_UNSEEN, node, "no established TCP connection to the other node's addresses",
                         "the deployment's connections between ranks (Gloo, NCCL bootstrap, vLLM's message queue, Ray)")]
     wrong = [s for s in peers if s.peer in mgmt and SSH_PORT not in (s.local_port, s.peer_port)]
     dev = ",".join(link_netdevs) or "<the link netdevs>"

@@ -21,3 +21,9 @@ EXPECTED = {
     "ours/ss/sim-b-thinkstationpgx-32-ss-tanpH-link-and-mgmt.txt": ("ss", B),
     "ours/ss/sim-b-thinkstationpgx-32-ss-tanp-with-header.txt": ("ss", B),
 }
+
+# The peer's addresses the fabric check sorts into links and management (`ip -j addr` on thinkstationpgx-32, same run).
+EXPECTED["ours/ss/sim-b-thinkstationpgx-32-ip-j-addr.json"] = (
+    "ip_j_addr", {"#": 6, "1.name": "enP7s7", "1.addresses.0.address": "198.18.5.11",
+                  "5.name": "enP2p1s0f0np0", "5.addresses.0.address": "192.168.101.11",
+                  "5.addresses.1.address": "fe80::885a:f8ff:feb9:ba83"})
