@@ -3,8 +3,9 @@ container on the host network shows there too) runs between the links' addresses
 Serving that needs the management network dies when that network drops (Wi-Fi, a switch reboot), although the links are
 healthy: Gloo, NCCL's bootstrap, vLLM's message queue and Ray each bind to the default route unless told otherwise.
 
-SSH (port 22 on either side) is management traffic by rule and belongs on the management network. A connection to a
-host that is not a cluster node (the runner, a registry) is not judged. Pure: sockets in (facts/ss.py), findings out.
+SSH (port 22 on either side) and the served API (deploy.api_port: a client on another node asks rank 0 as any client
+does) are management traffic by rule and belong on the management network. A connection to a host that is not a cluster
+node (the runner, a registry) is not judged. Pure: sockets in (facts/ss.py), findings out.
 """
 
 from ..cluster import Link
@@ -31,7 +32,8 @@ def between_nodes(sockets: list[Socket], node_of: dict[str, str]) -> list[Socket
     return [s for s in sockets if s.state == "ESTAB" and s.peer in node_of and node_of.get(s.local) != node_of[s.peer]]
 
 
-def judge_fabric(node: str, sockets: list[Socket], mgmt: dict[str, str], links: dict[str, str], link_netdevs: list[str]) -> list[Finding]:
+def judge_fabric(node: str, sockets: list[Socket], mgmt: dict[str, str], links: dict[str, str], link_netdevs: list[str],
+                 api_port: int) -> list[Finding]:
     """Each connection from `node` to a peer's management address (mgmt: address -> node) fails, naming the connection,
     its process and the variables that bind it; connections over the links (links: address -> node) pass. No connection
     between nodes at all: not checked (the stack is not deployed across nodes, or ss could not see its sockets)."""
@@ -39,7 +41,7 @@ def judge_fabric(node: str, sockets: list[Socket], mgmt: dict[str, str], links: 
     if not peers:
         return [Finding(Code.FABRIC_UNSEEN, node, "no established TCP connection to the other node's addresses",
                         "the deployment's connections between ranks (Gloo, NCCL bootstrap, vLLM's message queue, Ray)")]
-    wrong = [s for s in peers if s.peer in mgmt and SSH_PORT not in (s.local_port, s.peer_port)]
+    wrong = [s for s in peers if s.peer in mgmt and not {SSH_PORT, api_port} & {s.local_port, s.peer_port}]
     dev = ",".join(link_netdevs) or "<the link netdevs>"
     return [Finding(Code.TRAFFIC_ON_MGMT, node,
                     f"{s} ({mgmt[s.peer]}'s management address), process {s.process or 'unknown (ss ran without root)'}",

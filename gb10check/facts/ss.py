@@ -77,7 +77,9 @@ def parse(text: str) -> list[Socket]:
         users = " ".join(fields[5:])
         procs = tuple((m["name"], int(m["pid"])) for m in USER.finditer(users))
         socket = Socket(fields[0], local, local_port, peer, peer_port, procs)
-        if procs and socket in sockets:  # a socket's owners name their fd: the same line twice is a paste's repeat
+        # A connection is one 4-tuple, and an owned socket names its fd: the same line twice is a paste's repeat. Only
+        # listeners sharing a port (SO_REUSEPORT) read alike, when ss could not name their owners.
+        if socket in sockets and (procs or socket.state not in ("LISTEN", "UNCONN")):
             raise ParseError("ss", f"{EXPECTED}, each socket once", line)
         sockets.append(socket)
     return sorted(sockets, key=lambda s: (s.local, s.local_port or -1, s.peer, s.peer_port or -1, s.state))

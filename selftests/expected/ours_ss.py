@@ -27,3 +27,23 @@ EXPECTED["ours/ss/sim-b-thinkstationpgx-32-ip-j-addr.json"] = (
     "ip_j_addr", {"#": 6, "1.name": "enP7s7", "1.addresses.0.address": "198.18.5.11",
                   "5.name": "enP2p1s0f0np0", "5.addresses.0.address": "192.168.101.11",
                   "5.addresses.1.address": "fe80::885a:f8ff:feb9:ba83"})
+
+# A connection the firewall let through on a Gloo-like port over the management network (a `ufw allow` for the capture),
+# from each end; the head's TP=1 vLLM listens on its management address (EngineCore's ports); a closed socket (TIME-WAIT)
+# has no owner.
+EXPECTED.update({
+    "ours/ss/sim-a-thinkstationpgx-30-ss-tanpH-gloo-like-port-over-mgmt.txt": (
+        "ss", {"#": 19, "1.state": "LISTEN", "1.local": "0.0.0.0", "1.local_port": 20001, "1.processes": [["vllm", 285]],
+               "3.local": "198.18.5.10", "3.local_port": 20001, "3.peer": "198.18.5.1",
+               "4.state": "LISTEN", "4.local_port": 33255, "4.processes": [["VLLM::EngineCor", 549]],
+               "10.state": "ESTAB", "10.local_port": 39976, "10.peer": "198.18.5.11", "10.peer_port": 29500,
+               "10.processes": [["python3", 2670]]}),
+    "ours/ss/sim-b-thinkstationpgx-32-ss-tanpH-gloo-like-port-over-mgmt.txt": (
+        "ss", {"#": 6, "3.state": "ESTAB", "3.local_port": 29500, "3.peer": "198.18.5.10", "3.peer_port": 39976,
+               "4.state": "TIME-WAIT", "4.processes": []}),
+    "ours/ss/sim-a-thinkstationpgx-30-ss-tanpH-follower-to-head-api-over-mgmt.txt": (
+        "ss", {"#": 19}),
+    "ours/ss/sim-b-thinkstationpgx-32-ss-tanpH-follower-to-head-api-over-mgmt.txt": (
+        "ss", {"#": 4, "2.state": "ESTAB", "2.local": "198.18.5.11", "2.local_port": 35300, "2.peer_port": 20001,
+               "1.processes": [["sshd", 1494], ["sshd", 1491]]}),
+})
