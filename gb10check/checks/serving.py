@@ -214,11 +214,8 @@ def level_problems(level: Level) -> list[str]:
     and /health after it (the engine's death shows there even when every stream came back)."""
     problems = []
     for i, (reply, timed) in enumerate(level.results):
-        if reply is not None:
-            if reply.status is None or reply.status >= 500:
-                problems.append(f"#{i}: {reply.status if reply.status is not None else 'no answer'} {reply.error}")
-            else:  # a 4xx is the request's fault, not the engine's: still not an answer
-                problems.append(f"#{i}: {reply.status} {reply.error}")
+        if reply is not None:  # a 5xx, no answer, or a refusal (a 4xx is no answer either)
+            problems.append(f"#{i}: {reply.status if reply.status is not None else 'no answer'} {reply.error}")
         elif timed.broken or timed.stream.error or not timed.done:
             problems.append(f"#{i}: " + "; ".join(x for x in (timed.broken, timed.stream.error and f"error event {timed.stream.error}",
                                                                None if timed.done else "no [DONE]") if x))
