@@ -452,3 +452,19 @@ def test_the_sweep_table_names_levels_not_run():
     text = sweep_table([level(1, [answered(30)], wall=1.5), level(2, [answered(), (Reply(500, "{}"), None)])], 8)
     assert text.splitlines()[2:] == ["| 1 | 1/1 | 30 | 1.5 | 20.0 |", "| 2 | 1/2 | 32 | 2.0 | 16.0 |",
                                      "| 4 | not run (a lower level failed) | | | |", "| 8 | not run (a lower level failed) | | | |"]
+
+
+def test_the_report_charts_and_tables_the_sweep():
+    from gb10check import report
+    from gb10check.serving import sweep_table
+
+    table = sweep_table([level(1, [answered(30)], wall=1.5), level(2, [answered(), answered()], wall=2.0)], 2)
+    run = report.Run("pair", outcomes={"tests/serving/test_sweep.py::test_concurrency_sweep": "passed"},
+                     measured=[(report.SWEEP_MEASURE, f"{HEAD} 1 stream", 20.0, "tok/s"),
+                               (report.SWEEP_MEASURE, f"{HEAD} 2 streams", 32.0, "tok/s")],
+                     tables=[("concurrency sweep (1 to 2 streams, 32 tokens each)", table)])
+    page = report.page(run)
+    assert "Output tok/s per concurrency level (the serving sweep)" in page and page.count("<rect") == 2
+    assert f"{HEAD} 2 streams</text>" in page and "32.0 tok/s</text>" in page
+    assert "<h2>Concurrency sweep (1 to 2 streams, 32 tokens each)</h2><pre>| streams | answered" in page
+    assert "| 2 | 2/2 | 64 | 2.0 | 32.0 |" in report.markdown(run)
