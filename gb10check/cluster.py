@@ -444,6 +444,10 @@ class Serving(Strict):
     basic_expect: str = "6"
     repetitions: int = Field(3, ge=1)
     decode_max_tokens: int = Field(400, ge=16)  # tokens each throughput run asks for (the seed counted to 80: ~400)
+    # The concurrency sweep (test_concurrency_sweep): 1, 2, 4 ... streams at once up to this (null: deploy.max_num_seqs),
+    # each stream asking for sweep_max_tokens.
+    sweep_max_concurrency: int | None = Field(None, gt=0)
+    sweep_max_tokens: int = Field(32, ge=2)
     # How the serving stage reads rank 0's server log on the head (default: `docker logs` of the deployment's container).
     log_command: str | None = None
     expect_engine: ExpectEngine = ExpectEngine()

@@ -176,6 +176,9 @@ class Code(str, Enum):
     DECODE_SLOW = "decode-slow"
     DECODE_FLOOR_UNKNOWN = "decode-floor-unknown"
     CONCURRENCY = "concurrency"
+    SWEEP_LEVEL = "sweep-level"
+    TRAFFIC_ON_MGMT = "traffic-on-mgmt"
+    FABRIC_UNSEEN = "fabric-unseen"
     ERROR_STATUS = "error-status"
     METRICS = "metrics"
     ENGINE_CONFIG = "engine-config"
@@ -514,6 +517,14 @@ REMEDIES: dict[Code, str] = {
     Code.DECODE_FLOOR_UNKNOWN: "give serving.min_decode_tok_s (the decode rate you expect), or fix what keeps the floor "
                                "from being derived ({why}): `gb10check size --model ORG/NAME --tp N` reads the same files",
     Code.CONCURRENCY: "raise --max-num-seqs to {value} or the KV cache (gpu_memory_utilization); see the server log",
+    Code.SWEEP_LEVEL: "the engine fails at {value} sequences at once: read rank 0's log for the kernel or allocation that "
+                      "failed (a quantized kernel crashing at some batch sizes is fixed by another MoE/GEMM backend or "
+                      "vLLM release); until then serve with --max-num-seqs under {value}",
+    Code.TRAFFIC_ON_MGMT: "bind the ranks' sockets to the links in every node's .env and restart the stack: "
+                          "GLOO_SOCKET_IFNAME={netdevs} (torch.distributed/Gloo), NCCL_SOCKET_IFNAME={netdevs} (NCCL's "
+                          "bootstrap), VLLM_HOST_IP=<this node's link address> (vLLM's message queue and rank addresses), "
+                          "and ray start --node-ip-address=<link address> under Ray",
+    Code.FABRIC_UNSEEN: "deploy the stack across the nodes first; ss needs root (sudo) to see every socket",
     Code.ERROR_STATUS: "the server answered an unknown model with {status}: a proxy may rewrite errors; test against rank 0",
     Code.METRICS: "the /metrics endpoint is how load and KV cache use are watched: check --disable-log-stats is not set "
                   "and no proxy hides the path",
@@ -624,7 +635,7 @@ REMEDIES: dict[Code, str] = {
 NOT_CHECKED = frozenset({Code.COMMAND_TIMEOUT, Code.COMMAND_FAILED, Code.GARBLED, Code.DRY_RUN_FAILED,
                          Code.TOOL_MISSING, Code.SUDO_REFUSED, Code.SUDO_MISSING, Code.NO_RDMA, Code.PREREQUISITE,
                          Code.UNKNOWN_NEED, Code.NOT_RECORDED, Code.CABLING_UNKNOWN,
-                         Code.DECODE_FLOOR_UNKNOWN})
+                         Code.DECODE_FLOOR_UNKNOWN, Code.FABRIC_UNSEEN})
 
 # The node cannot be reached or refuses the runner (remote.NodeUnreachable's kinds): its reachability check fails with
 # the code, its other checks are not checked for the same cause, told once.

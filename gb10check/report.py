@@ -243,6 +243,9 @@ def bar_chart(title: str, bars: list[tuple[str, float]], unit: str, floor: float
     return "\n".join(out + ["</svg>"])
 
 
+SWEEP_MEASURE = "sweep output_tok_s"  # tests/serving/test_sweep.py's figure, one per level
+
+
 def decode_floor(run: Run) -> float | None:
     """The decode chart's line: serving.min_decode_tok_s, else the floor test_decode_throughput derived (when it could)."""
     if run.thresholds.get("decode_tok_s") is not None:
@@ -295,10 +298,12 @@ def page(run: Run) -> str:
                   f"<td>{esc(' '.join(f'{v:g}' for v in values))} {esc(u)}</td></tr>" for w, where, u, values, base in run.past.trends]
         parts += ["</table>"]
     parts += [f"<h2>{esc(title[:1].upper() + title[1:])}</h2><pre>{esc(text)}</pre>" for title, text in run.tables]
-    if bw or tok:
+    sweep = [(where, v) for w, where, v, u in run.measured if w == SWEEP_MEASURE and isinstance(v, (int, float))]
+    if bw or tok or sweep:
         parts.append("<h2>Plots</h2>")
     parts += [bar_chart("RDMA write bandwidth per logical link (ib_write_bw)", bw, "Gb/s", run.thresholds.get("ib_write_bw")),
-              bar_chart("Decode tok/s per repetition", tok, "tok/s", decode_floor(run))]
+              bar_chart("Decode tok/s per repetition", tok, "tok/s", decode_floor(run)),
+              bar_chart("Output tok/s per concurrency level (the serving sweep)", sweep, "tok/s", None)]
     skipped = skips(run)
     if skipped:
         parts += ["<h2>Skipped, with the reason</h2><ul>"]

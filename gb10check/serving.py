@@ -357,3 +357,77 @@ def medians(runs: list[Timed]) -> dict[str, float]:
             "e2e_tok_s": statistics.median(r.e2e_tok_s for r in timed),
             "ttft_s": statistics.median(r.ttft_s for r in timed),
             "completion_tokens": statistics.median(r.completion_tokens for r in timed), "runs": len(timed)}
+
+
+# ---- concurrency sweep ----------------------------------------------------------------------------
+
+SWEEP_PROMPT = "Name a colour, then a fruit. Request {i}."
+
+
+def sweep_levels(top: int) -> list[int]:
+    """The sweep's levels: 1, 2, 4 ... doubling below `top`, then `top` itself (max_num_seqs)."""
+    levels, n = [], 1
+    while n < top:
+        levels.append(n)
+        n *= 2
+    return levels + [top]
+
+
+@dataclass
+class Level:
+    """One level of the sweep: `n` short streamed requests sent at once, each (the refusal, None) or (None, its timings);
+    a request the server could not be reached for is a Reply without status. health: GET /health after the level
+    (a Reply, or why it got none)."""
+    n: int
+    results: list[tuple[Reply | None, Timed | None]]
+    wall_s: float
+    health: Reply
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(t.completion_tokens or 0 for r, t in self.results if r is None and t is not None)
+
+    @property
+    def output_tok_s(self) -> float | None:
+        """Completion tokens of every stream over the level's wall time (first request sent to last stream ended)."""
+        return self.completion_tokens / self.wall_s if self.wall_s > 0 and self.completion_tokens else None
+
+
+def sweep_request(model: str, i: int, max_tokens: int) -> dict:
+    return {"model": model, "messages": [{"role": "user", "content": SWEEP_PROMPT.format(i=i)}], "temperature": 0,
+            "max_tokens": max_tokens, "chat_template_kwargs": {"enable_thinking": False},
+            "stream_options": {"include_usage": True}}
+
+
+def run_level(api: Api, model: str, n: int, max_tokens: int) -> Level:
+    """n streams at once through the one client, then /health: whether the engine outlived the level."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int) -> tuple[Reply | None, Timed | None]:
+        try:
+            return api.stream(sweep_request(model, i, max_tokens))
+        except ApiUnreachable as exc:  # refused mid-sweep: the server went away
+            return Reply(None, "", str(exc)), None
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(n) as pool:
+        results = list(pool.map(one, range(n)))
+    wall = time.monotonic() - start
+    try:
+        health = api.get("/health", root=True, timeout_s=min(api.timeout_s, 30))
+    except ApiUnreachable as exc:
+        health = Reply(None, "", str(exc))
+    return Level(n, results, wall, health)
+
+
+def sweep_table(levels: list[Level], top: int) -> str:
+    """The sweep as a text table: each level run, its streams answered and output tok/s; levels not run are named."""
+    lines = ["| streams | answered | completion tokens | wall s | output tok/s |", "|---:|---:|---:|---:|---:|"]
+    for lv in levels:
+        ok = sum(1 for r, t in lv.results if r is None and t is not None and not t.broken and not t.stream.error)
+        rate = lv.output_tok_s
+        lines.append(f"| {lv.n} | {ok}/{lv.n} | {lv.completion_tokens} | {lv.wall_s:.1f} | "
+                     f"{'-' if rate is None else f'{rate:.1f}'} |")
+    for n in sweep_levels(top)[len(levels):]:
+        lines.append(f"| {n} | not run (a lower level failed) | | | |")
+    return "\n".join(lines)

@@ -151,8 +151,8 @@ def test_each_mistake_on_its_own_line_the_misspelled_key_first():
 def test_an_unknown_key_like_no_field_lists_the_fields_there():
     assert cluster_error(setitem(["serving", "zzz"], 1)) == [
         "cluster.yaml: serving.zzz: unknown field; the fields here are base_url, api_key_env, expect_reasoning, "
-        "expect_tool_calls, min_decode_tok_s, basic_prompt, basic_expect, repetitions, decode_max_tokens, log_command, "
-        "expect_engine"]
+        "expect_tool_calls, min_decode_tok_s, basic_prompt, basic_expect, repetitions, decode_max_tokens, "
+        "sweep_max_concurrency, sweep_max_tokens, log_command, expect_engine"]
 
 
 def test_expect_engine_names_a_misspelled_key_and_a_bad_budget():

@@ -384,3 +384,87 @@ def test_a_variable_vllm_does_not_know_warns_by_name():
     assert f.text.startswith(f"[engine-unknown-env] {WHERE}: saw vLLM warned: unknown environment variable VLLM_MXFP4_BACKEND "
                              "(ignored); expected only variables this vLLM reads\n  fix: vLLM does not know VLLM_MXFP4_BACKEND "
                              "and ignores it")
+
+
+# ---- the concurrency sweep --------------------------------------------------------------------------
+
+def level(n, results, health=Reply(200, ""), wall=2.0):
+    from gb10check.serving import Level
+    return Level(n, results, wall, health)
+
+
+def answered(tokens=32):
+    s = parse_sse(read_capture("vllm_api/sse-stream-tail-stop-usage-only-chunk-DONE-vllm-omni-pr2313.txt"))
+    s.done = True
+    return None, timed(s, tokens=tokens)
+
+
+def test_sweep_levels_double_up_to_max_num_seqs():
+    from gb10check.serving import sweep_levels
+    assert sweep_levels(1) == [1]
+    assert sweep_levels(4) == [1, 2, 4]
+    assert sweep_levels(6) == [1, 2, 4, 6]
+    assert sweep_levels(256) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+
+
+def test_a_healthy_level_passes_and_measures_output_tok_s():
+    lv = level(4, [answered(32)] * 4, wall=4.0)
+    assert sv.judge_sweep_level(HEAD, lv, MODEL, None) == []
+    assert lv.completion_tokens == 128 and lv.output_tok_s == 32.0
+
+
+def test_a_level_that_kills_the_engine_names_the_level_the_error_and_the_logs_cause():
+    from gb10check.facts.vllm_log import parse
+    cause = sv.log_cause(parse(read_capture("vllm_logs/follower-collective_rpc-assertion-vllm-pr36875.txt")))
+    assert cause == "follower_collective_rpc: AssertionError: collective_rpc should not be called on follower node"
+    dead = Reply(500, '{"error":{"message":"EngineCore encountered an issue. See stack trace (above) for the root cause.",'
+                      '"type":"InternalServerError","code":500}}')
+    s = reassemble([{"choices": [{"index": 0, "delta": {"content": "Red"}}]}])
+    cut = (None, timed(s, done=False, chunks=1, broken="connection lost after 1 chunks (RemoteProtocolError: peer closed)"))
+    lv = level(4, [answered(), (dead, None), cut, (Reply(None, "", "POST /chat/completions (stream): ConnectError: Connection refused"), None)],
+               health=Reply(None, "", "GET http://10.0.0.1:20001/health: ConnectionError: Connection refused"))
+    [f] = sv.judge_sweep_level(HEAD, lv, MODEL, cause)
+    assert f.code == Code.SWEEP_LEVEL and not f.warning
+    assert f.text.startswith(
+        f"[sweep-level] {HEAD}: saw level 4 (4 streams at once): 4 problems: #1: 500 EngineCore encountered an issue. See stack "
+        "trace (above) for the root cause.; #2: connection lost after 1 chunks (RemoteProtocolError: peer closed); no [DONE]; "
+        "#3: no answer POST /chat/completions (stream): ConnectError: Connection refused; GET /health after the level: no "
+        "answer GET http://10.0.0.1:20001/health: ConnectionError: Connection refused; rank 0's log: follower_collective_rpc: "
+        "AssertionError: collective_rpc should not be called on follower node; expected every stream of every level answered"), f.text
+    assert "the engine fails at 4 sequences at once" in f.text and "--max-num-seqs under 4" in f.text
+
+
+def test_a_dead_engine_after_answered_streams_still_fails_its_level():
+    lv = level(2, [answered(), answered()], health=Reply(503, '{"error":{"message":"engine dead","code":503}}'))
+    [f] = sv.judge_sweep_level(HEAD, lv, MODEL, None)
+    assert f.code == Code.SWEEP_LEVEL and "GET /health after the level: 503 engine dead" in f.seen
+    assert "rank 0's log" not in f.seen  # the log named no cause: none is made up
+
+
+def test_a_sweep_whose_model_is_not_served_says_that_once():
+    nf = Reply(404, '{"object":"error","message":"The model `smollm2-135m` does not exist.","code":404}')
+    [f] = sv.judge_sweep_level(HEAD, level(1, [(nf, None)]), MODEL, None)
+    assert f.code == Code.MODEL_NOT_SERVED
+
+
+def test_the_sweep_table_names_levels_not_run():
+    from gb10check.serving import sweep_table
+    text = sweep_table([level(1, [answered(30)], wall=1.5), level(2, [answered(), (Reply(500, "{}"), None)])], 8)
+    assert text.splitlines()[2:] == ["| 1 | 1/1 | 30 | 1.5 | 20.0 |", "| 2 | 1/2 | 32 | 2.0 | 16.0 |",
+                                     "| 4 | not run (a lower level failed) | | | |", "| 8 | not run (a lower level failed) | | | |"]
+
+
+def test_the_report_charts_and_tables_the_sweep():
+    from gb10check import report
+    from gb10check.serving import sweep_table
+
+    table = sweep_table([level(1, [answered(30)], wall=1.5), level(2, [answered(), answered()], wall=2.0)], 2)
+    run = report.Run("pair", outcomes={"tests/serving/test_sweep.py::test_concurrency_sweep": "passed"},
+                     measured=[(report.SWEEP_MEASURE, f"{HEAD} 1 stream", 20.0, "tok/s"),
+                               (report.SWEEP_MEASURE, f"{HEAD} 2 streams", 32.0, "tok/s")],
+                     tables=[("concurrency sweep (1 to 2 streams, 32 tokens each)", table)])
+    page = report.page(run)
+    assert "Output tok/s per concurrency level (the serving sweep)" in page and page.count("<rect") == 2
+    assert f"{HEAD} 2 streams</text>" in page and "32.0 tok/s</text>" in page
+    assert "<h2>Concurrency sweep (1 to 2 streams, 32 tokens each)</h2><pre>| streams | answered" in page
+    assert "| 2 | 2/2 | 64 | 2.0 | 32.0 |" in report.markdown(run)

@@ -2,8 +2,9 @@
 preflight and network pass (the network run without the slow runs: the gate names it partial, and the steps go on by a
 logged override); the helper scripts in `scripts/` run as a user runs them between the stages and then find
 nothing more to change; `scripts/deploy` brings up the real two-node vLLM (TP=2 over the simulated
-enp1s0f0np0, rank 0 first, rank 1 headless, docker compose in each node); `pytest -m serving` passes against it; `pytest
--m soak` passes the sustained load, the long-context request and a two-depth sweep on it; under each fault injected
+enp1s0f0np0, rank 0 first, rank 1 headless, docker compose in each node); `pytest -m serving` passes against it (the concurrency sweep and
+the ranks' traffic on the links only among its checks); the follower's management port taken down for 45 s during
+generation does not stop serving; `pytest -m soak` passes the sustained load, the long-context request and a two-depth sweep on it; under each fault injected
 mid-soak the soak fails with the cause named, within the stall limit plus a few seconds (a fault that ends the
 deployment is followed by a fresh one, made by the deploy's own code); `gb10check watch` ticks against the deployment,
 names the follower frozen by `docker pause` within one tick, and its ticks read back from the history; `scripts/down`
@@ -25,7 +26,7 @@ import yaml
 from gb10check import history
 from gb10check.cluster import load_cluster
 from gb10check.deploy.run import ComposeLauncher, deploy, down
-from gb10check.serving import api_of
+from gb10check.serving import api_of, sweep_request
 from gb10check.sim import control, scenarios
 from gb10check.sim.topology import mgmt_ip
 from gb10check.stage import deployment_record_path
@@ -156,6 +157,41 @@ def test_serving_passes_on_the_deployment(pair):
     serving = run_suite(pair.path, "-m", "serving", "-k", "not test_decode_throughput", timeout=900)
     failed = {k: o.message for k, o in serving.results.items() if o.outcome != "passed"}
     assert len(serving.results) >= 12 and not failed, failed
+    # the concurrency sweep up to the pair's max_num_seqs, and the ranks' traffic on the links both ways
+    for n in ("1 stream", "2 streams", "4 streams"):
+        assert re.search(rf"sweep output_tok_s\s+{A} {n}\s+\d+\.\d\d tok/s", serving.stdout), serving.stdout[-2000:]
+    assert {k for k in serving.results if "test_traffic_between_nodes_on_the_links" in k} == {
+        f"tests/serving/test_fabric.py::test_traffic_between_nodes_on_the_links[{A}->{B}]",
+        f"tests/serving/test_fabric.py::test_traffic_between_nodes_on_the_links[{B}->{A}]"}, sorted(serving.results)
+
+
+MGMT_DOWN_S = 45  # the management link down this long during generation
+
+
+def test_management_link_down_on_the_follower_and_serving_goes_on(pair):
+    """The follower's management port down for 45 s while rank 0 generates: the ranks talk over the links only (the
+    fabric check above read that from ss), so every request of those 45 s is answered and the engine lives on."""
+    pair.deployed()
+    cluster = load_cluster(pair.path)
+    api = api_of(cluster, timeout_s=60)
+    port = control.node_exec(B, f"ip -o -4 addr show to {mgmt_ip(1)}").stdout.split()[1]
+    answered = []
+    control.node_exec(B, f"ip link set {port} down")
+    try:
+        until = time.monotonic() + MGMT_DOWN_S
+        while time.monotonic() < until:
+            reply, timed = api.stream(sweep_request(cluster.deploy.served_model_name, len(answered), 16))
+            assert reply is None and timed.done and not timed.broken and timed.completion_tokens, (reply, timed)
+            answered.append(timed.completion_tokens)
+    finally:
+        control.node_exec(B, f"ip link set {port} up")
+        # the runner's SSH session to the follower died with its port: the next test's launcher opens a fresh one
+        pair.launcher.close()
+        pair.launcher = None
+    assert len(answered) >= 2, answered
+    assert api.get("/health", root=True).status == 200
+    for n in (A, B):  # both ranks still running, asked from inside each node
+        assert control.node_exec(n, "docker inspect -f '{{.State.Running}}' gb10-vllm").stdout.strip() == "true"
 
 
 def test_healthy_soak_long_context_and_depth_sweep_pass(pair):

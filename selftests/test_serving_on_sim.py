@@ -26,7 +26,7 @@ SV = "tests/serving"
 ALL_BUT_HEALTH = ["test_api.py::test_model_registered", "test_api.py::test_unknown_model_is_404", "test_api.py::test_metrics",
                   "test_chat.py::test_basic_answer", "test_chat.py::test_reasoning", "test_chat.py::test_tool_call",
                   "test_chat.py::test_tool_call_streamed", "test_chat.py::test_streaming", "test_chat.py::test_concurrency",
-                  "test_throughput.py::test_decode_throughput"]
+                  "test_throughput.py::test_decode_throughput", "test_sweep.py::test_concurrency_sweep"]
 
 EXPECTED: dict[str, dict[str, str]] = {
     "healthy": {},
@@ -68,14 +68,17 @@ EXPECTED: dict[str, dict[str, str]] = {
 # three minutes of every check at 0.3 of a core; the others' outcomes on this server are the healthy run's. A parser
 # flag changes what a reply carries, not how fast it comes: the parser-off runs leave out the two measurements (the
 # healthy and the throttled runs hold them), half of each run.
-NOT_SPEED = "not test_decode_throughput and not test_concurrency"
+NOT_SPEED = "not test_decode_throughput and not test_concurrency and not test_traffic"  # the sweep too (test_concurrency_sweep)
+# This server runs on the head alone: no connection between nodes to judge. test_traffic_between_nodes_on_the_links is
+# proven on the deployed pair (test_pair_on_sim).
+NOT_BETWEEN_NODES = "not test_traffic_between_nodes"
 # The engine's scenario changes what the engine runs, not what it answers: its run asks for the engine check and two
 # quick ones.
 ONLY = {"server-throttled": "test_decode_throughput or test_health or test_model_registered",
         "reasoning-parser-off": NOT_SPEED, "tool-parser-off": NOT_SPEED,
         "engine-unexpected": "test_engine_config or test_health or test_model_registered"}
 SELECTED = {"server-throttled": 3, "reasoning-parser-off": 12, "tool-parser-off": 12,
-            "engine-unexpected": 3}  # of the 14 serving checks
+            "engine-unexpected": 3}  # of the 15 serving checks
 # Warnings a scenario must show (in the run's warnings summary), besides its failures.
 WARNED = {"engine-unexpected": rf"\[engine-unknown-env\] {A} rank 0 log: saw vLLM warned: unknown environment variable "
                                r"VLLM_MXFP4_BACKEND \(ignored\)"}
@@ -111,9 +114,9 @@ def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch):
         scenarios.apply(name)
     else:
         serve.ensure(timeout_s=240)
-    run = run_suite(bed, "-m", "serving", *(("-k", ONLY[name]) if name in ONLY else ()), timeout=900)
+    run = run_suite(bed, "-m", "serving", "-k", ONLY.get(name, NOT_BETWEEN_NODES), timeout=900)
     results = run.results
-    assert len(results) == SELECTED.get(name, 14), sorted(results)
+    assert len(results) == SELECTED.get(name, 15), sorted(results)
     failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
     assert set(failed) == set(EXPECTED[name]), "\n".join(sorted(set(failed) ^ set(EXPECTED[name]))) + "\n" + run.stdout[-3000:]
     for test_id, pattern in EXPECTED[name].items():
@@ -129,6 +132,8 @@ def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch):
         assert "[engine-" not in run.stdout, run.stdout[-3000:]  # no engine finding where none is expected
     if name == "healthy":
         assert re.search(r"decode_tok_s median\s+thinkstationpgx-30\s+\d+\.\d\d tok/s", run.stdout), run.stdout[-2000:]
+        for n in ("1 stream", "2 streams", "4 streams"):  # the sweep's levels up to the pair's max_num_seqs, each measured
+            assert re.search(rf"sweep output_tok_s\s+{A} {n}\s+\d+\.\d\d tok/s", run.stdout), run.stdout[-2000:]
 
 
 def test_api_key_given_is_accepted(pair, monkeypatch):

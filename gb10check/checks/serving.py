@@ -13,7 +13,7 @@ from ..cluster import Deploy, ExpectEngine, Serving
 from ..facts.vllm_api import ChatCompletion, ParseError, ToolCall, parse_metrics_info, parse_models
 from ..facts.vllm_log import VllmLog
 from ..remedies import Code
-from ..serving import Reply, Timed
+from ..serving import Level, Reply, Timed
 from ..sizing import SizingError, decode_bytes, decode_floor
 from ..verdict import Finding
 
@@ -207,6 +207,45 @@ def judge_concurrency(where: str, replies: list[Reply | None], model: str) -> li
     text = "; ".join(f"#{i}: {r.status if r.status is not None else 'no answer'} {r.error}" for i, r in failed)
     return [Finding(Code.CONCURRENCY, where, f"{len(failed)} of {n} failed: {text[:400]}",
                     f"all {n} (max_num_seqs) requests at once answered", value=n)]
+
+
+def level_problems(level: Level) -> list[str]:
+    """What went wrong at one sweep level: each stream refused with 5xx, unanswered, cut or carrying an error event,
+    and /health after it (the engine's death shows there even when every stream came back)."""
+    problems = []
+    for i, (reply, timed) in enumerate(level.results):
+        if reply is not None:  # a 5xx, no answer, or a refusal (a 4xx is no answer either)
+            problems.append(f"#{i}: {reply.status if reply.status is not None else 'no answer'} {reply.error}")
+        elif timed.broken or timed.stream.error or not timed.done:
+            problems.append(f"#{i}: " + "; ".join(x for x in (timed.broken, timed.stream.error and f"error event {timed.stream.error}",
+                                                               None if timed.done else "no [DONE]") if x))
+    if level.health.status != 200:
+        problems.append(f"GET /health after the level: {level.health.status if level.health.status is not None else 'no answer'}"
+                        f" {level.health.error if level.health.status is not None else level.health.failure or ''}".rstrip())
+    return problems
+
+
+def log_cause(log: VllmLog) -> str | None:
+    """The fatal error rank 0's log names (its root cause before a generic 'engine core failed'), shortened; None: none."""
+    cause = log.cause
+    return None if cause is None else f"{cause.name}: {cause.text[:240]}"
+
+
+def judge_sweep_level(where: str, level: Level, model: str, cause: str | None) -> list[Finding]:
+    """Every stream of the level answered (no 5xx, none cut) and the engine alive after it; a failing level names itself,
+    what failed and, when rank 0's log says why, the cause from the log."""
+    problems = level_problems(level)
+    if not problems:
+        return []
+    first = level.results[0][0]
+    if first is not None and all(r is not None and r.status == 404 for r, _ in level.results) and model in first.error:
+        return judge_refused(where, CHAT, first, model)  # the model is not served: one request would say so too
+    seen = f"level {level.n} ({level.n} streams at once): {len(problems)} problem{'s' if len(problems) != 1 else ''}: "
+    seen += "; ".join(problems)[:500]
+    if cause:
+        seen += f"; rank 0's log: {cause}"
+    return [Finding(Code.SWEEP_LEVEL, where, seen, f"every stream of every level answered and /health 200 after it",
+                    value=level.n)]
 
 
 # ---- decode speed -------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ reachable from the command line and must have captures that exercise it.
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
-from . import apt, collectives, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nccl_conf, nmcli, nvidia, nvidia_ctk, perftest, procfs, ray, rdma, ufw, vllm_api, vllm_log
+from . import apt, collectives, dd, df, docker, ethtool, ibdev2netdev, ip, kmsg, lspci, meminfo, nccl, nccl_conf, nmcli, nvidia, nvidia_ctk, perftest, procfs, ray, rdma, ss, ufw, vllm_api, vllm_log
 from ._text import ParseError
 
 
@@ -69,6 +69,7 @@ KINDS: dict[str, Kind] = {
                                         "connection.autoconnect,ipv4.method connection show UUID, per profile (gather.NM_PROFILES)"),
     "ray_version": Kind(ray.parse_version, "ray --version, then python3 -c 'import ray; print(\"ray.__version__=\" + ray.__version__)'"),
     "ray_status": Kind(ray.parse_status, "ray status [-v]"),
+    "ss": Kind(ss.parse, "ss -tanp[H] (iproute2; -p as root names each socket's processes)"),
     "ray_nodes": Kind(ray.parse_nodes, "ray.nodes() as JSON (gather.RAY_NODES), or ray list nodes --format json"),
 }
 

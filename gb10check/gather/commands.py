@@ -15,6 +15,8 @@ SYSFS_IB = ("grep -sH '' /sys/class/infiniband/*/ports/*/state /sys/class/infini
             "/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/*")
 IP_ADDR = "ip -j addr"
 DEFAULT_ROUTE = "ip -j route show default"
+# Every TCP socket with its owners (-p needs root); the deployment's containers run on the host network, so theirs show here.
+TCP_SOCKETS = "ss -tanpH"
 IBDEV2NETDEV = "ibdev2netdev"
 MEMINFO = "cat /proc/meminfo"
 OS_RELEASE = "cat /etc/dgx-release 2>/dev/null || cat /etc/os-release"

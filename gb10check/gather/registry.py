@@ -106,6 +106,8 @@ FACTS: dict[str, Fact] = {f.name: f for f in [
     _f("ip_addr", "the node's interfaces and addresses", const(c.IP_ADDR), r.parser("ip_j_addr"), tool="ip", package="iproute2",
        parse_kind="ip_j_addr"),
     _f("default_routes", "the default routes", const(c.DEFAULT_ROUTE), r.json_list, tool="ip", package="iproute2"),
+    _f("tcp_sockets", "the node's TCP sockets and their processes", const(c.TCP_SOCKETS), r.parser("ss"), sudo=True, tool="ss",
+       package="iproute2", parse_kind="ss"),
     _f("ibdev2netdev", "ibdev2netdev", const(c.IBDEV2NETDEV), r.parser("ibdev2netdev"), tool="ibdev2netdev",
        package="mlnx-tools (DOCA-OFED; DGX OS ships it)", parse_kind="ibdev2netdev"),
     _f("ib_sysfs", "the RDMA ports in sysfs", const(c.SYSFS_IB), r.ib_sysfs, ok_exits=ANY_EXIT, parse_kind="ib_sysfs"),

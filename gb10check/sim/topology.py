@@ -162,8 +162,9 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, execu
         # One stream of SmolLM2-135M: about 18 tok/s on the head alone (TP=1), about 7 tok/s with TP=2 across
         # the pair (the all-reduce over the link dominates, as on GB10); 5 catches a throttled server.
         # 128 tokens a throughput run: the small model never stops counting, and 400 at ~15 tok/s on 2 cores is 27 s a run.
+        # 16 tokens a sweep stream: the sweep's levels 1, 2 and 4 (max_num_seqs) then cost seconds, not a minute.
         "serving": {"api_key_env": "GB10CHECK_API_KEY", "expect_reasoning": True, "expect_tool_calls": True, "min_decode_tok_s": 5,
-                    "decode_max_tokens": 128},
+                    "decode_max_tokens": 128, "sweep_max_tokens": 16},
         # A rehearsal's soak, sized for TP=2 of SmolLM2-135M across the pair on 2 CPU cores (measured there: prompt
         # processing about 40 tok/s, generation about 3 tok/s a stream): a minute of load with short prompts, a 30 s
         # stall limit, a "long" context of about 1000 tokens (0.12 of max_model_len 8192: 0.9 would prefill 170 s) with
