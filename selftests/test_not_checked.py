@@ -191,7 +191,7 @@ def test_two_unreachable_nodes_each_cause_once_in_the_terminal_the_report_and_ju
     # The run gave 208 lines (396 with -rA), each check's paragraph again; now well under 80.
     assert len(out.splitlines()) < 80, out
     section = causes_section(out)
-    assert section.startswith("gb10check: 2 causes of 71 checks failed or not checked (69 not checked"), section
+    assert section.startswith("gb10check: 2 causes of 73 checks failed or not checked (71 not checked"), section
     for name, address in zip(names, ("127.0.0.2", "127.0.0.3")):
         # pytest's own failure of the reachability check, and the cause once: its text and the checks it stopped.
         assert out.count(f"unreachable at {address}: Connection refused") == 2, out
@@ -201,21 +201,21 @@ def test_two_unreachable_nodes_each_cause_once_in_the_terminal_the_report_and_ju
     assert "check by hand" not in out and "could not check: node" not in out  # the lead is the reachability check's failure
 
     md = (tmp_path / "out" / "report.md").read_text()
-    assert md.index("## Causes: 2, failing or stopping 71 checks") < md.index("## Warnings") < md.index("## Every check")
+    assert md.index("## Causes: 2, failing or stopping 73 checks") < md.index("## Warnings") < md.index("## Every check")
     assert md.count("Connection refused") == 2 and len(md.splitlines()) < 130, md  # 507 lines before
     assert f"| test_os_parity[{names[1]}] | not checked (cause 2) |" in md
 
     suite = next(ET.parse(tmp_path / "junit.xml").getroot().iter("testsuite"))
     listed = [json.loads(p.get("value")) for p in suite.find("properties") if p.get("name") == "gb10check.cause"]
     assert [(c["cause"], c["title"], len(c["tests"])) for c in listed] == [
-        (1, f"[ssh-refused] {names[0]}", 32), (2, f"[ssh-refused] {names[1]}", 39)]
+        (1, f"[ssh-refused] {names[0]}", 33), (2, f"[ssh-refused] {names[1]}", 40)]
     assert listed[1]["text"].startswith(f"[ssh-refused] {names[1]}: saw node {names[1]} unreachable at 127.0.0.3")
-    assert listed[1]["checks"].startswith(f"39 checks on {names[1]}: failed test_ssh_user; not checked test_clock_skew, ")
+    assert listed[1]["checks"].startswith(f"40 checks on {names[1]}: failed test_ssh_user; not checked test_clock_skew, ")
     named = {c.get("name"): [p.get("value") for p in c.iter("property") if p.get("name") == "gb10check.cause"]
              for c in suite.iter("testcase")}
     assert named[f"test_os_parity[{names[1]}]"] == [f"2: [ssh-refused] {names[1]}"]
     assert named[f"test_ssh_user[{names[0]}]"] == [f"1: [ssh-refused] {names[0]}"]
-    assert sum(bool(v) for v in named.values()) == 71 and not named[f"test_driver_version[{names[0]}]"]  # a skip: no cause
+    assert sum(bool(v) for v in named.values()) == 73 and not named[f"test_driver_version[{names[0]}]"]  # a skip: no cause
 
 
 def test_the_report_leads_with_causes_each_once_with_the_checks_they_stopped():
