@@ -144,7 +144,10 @@ def test_the_all_node_run_on_a_ring_gives_each_rank_its_own_hcas_and_the_link_ra
     assert b[3] == f"{ring[1].links[2].ip}:1" and cc[3] == f"{ring[2].links[0].ip}:1"
     assert "NCCL_SOCKET_IFNAME=enp1s0f1np1" in b and "NCCL_SOCKET_IFNAME=enp1s0f0np0" in cc
     assert "NCCL_SOCKET_IFNAME=enp1s0f0np0,enp1s0f1np1" in a  # rank 0 listens where ranks 1 and 2 reach it
-    assert all("NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0,rocep1s0f1,roceP2p1s0f1" in ctx for ctx in (a, b, cc))
+    assert all("NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0,rocep1s0f1,roceP2p1s0f1" in ctx for ctx in (a, b, cc))  # its links'
+    # where its service names HCAs, the rank runs with those: what it serves with (a wrong one shows as the socket fallback)
+    _, _, command, _ = nccl_all_gather(c, Ran(c.head.name), {ring[1].name: {"NCCL_IB_HCA": "=rocep1s0f1"}})
+    assert "NCCL_IB_HCA==rocep1s0f1" in contexts(command)[1] and "NCCL_IB_HCA==rocep1s0f1" not in contexts(command)[2]
     assert all("NCCL_IB_GID_INDEX=3" in ctx and "NCCL_DEBUG=INFO" in ctx for ctx in (a, b, cc))
     assert hca.startswith(f"{ring[0].name}: =rocep1s0f0") and out is not None and not missing
 

@@ -279,11 +279,12 @@ NCCL_TOOLS = ("mpirun", "all_gather_perf")
 NCCL_TESTS_ENV = re.compile(r"^NCCL_\w+$")
 
 
-def _nccl_env(environment: dict[str, str], hcas: list[str], ifname: str | None) -> dict[str, str]:
-    """One rank's NCCL variables: its node's service's, with ITS OWN HCAs (exact names, `=`) and, where given, its own
-    interface for NCCL's sockets; NCCL_DEBUG at INFO for the channel lines."""
+def _nccl_env(environment: dict[str, str], hcas: list[str], ifname: str | None, keep_hca: bool) -> dict[str, str]:
+    """One rank's NCCL variables: its node's service's, with its own HCAs (exact names, `=`: all of them unless keep_hca
+    and the service names its own) and, where given, its own interface for NCCL's sockets; NCCL_DEBUG at INFO for the
+    channel lines."""
     own = {k: v for k, v in sorted(environment.items()) if NCCL_TESTS_ENV.match(k)}
-    if hcas:
+    if hcas and not (keep_hca and own.get("NCCL_IB_HCA")):
         own["NCCL_IB_HCA"] = "=" + ",".join(hcas)
     if ifname:
         own["NCCL_SOCKET_IFNAME"] = ifname
@@ -306,9 +307,10 @@ def nccl_all_gather(cluster: Cluster, rank0: RemoteNode, environments: dict[str,
                     ) -> tuple[list[str], str, str, Output | None]:
     """(tools missing on rank 0, the HCA lists, the command, its output): nccl-tests' all_gather_perf across every node
     through mpirun from rank 0, one application context per rank, each with the NCCL variables of ITS node's service
-    (environments: node name -> that node's interpolated service environment), its own HCAs (every link of its node)
-    and, where rank 0 reaches it over a link, that link's interface (Cluster.reached_from_head: in a ring the far
-    node is reached by its management address and keeps its service's interface); no run when a tool is missing."""
+    (environments: node name -> that node's interpolated service environment): the HCAs it serves with (its node's links'
+    where its service names none), and, where rank 0 reaches it over a link, that link's address and interface
+    (Cluster.reached_from_head: a ring's far node is reached by its management address and keeps its service's
+    interface); no run when a tool is missing."""
     ranks, hcas = [], []
     head = cluster.head
     reached = {n.name: cluster.reached_from_head(n) for n in cluster.by_rank()}
@@ -319,7 +321,8 @@ def nccl_all_gather(cluster: Cluster, rank0: RemoteNode, environments: dict[str,
             ifname = ",".join(l.netdev for l in node.links if l.address.network in peer_nets)
         else:
             ifname = link.netdev if link is not None else None
-        env = _nccl_env(environments.get(node.name, {}), [l.rdma_device for l in node.links if l.rdma_device], ifname or None)
+        env = _nccl_env(environments.get(node.name, {}), [l.rdma_device for l in node.links if l.rdma_device], ifname or None,
+                        keep_hca=True)
         hcas.append(f"{node.name}: {env.get('NCCL_IB_HCA', 'unset')}")
         ranks.append((host, env))
     command, hca = _mpirun(ranks, "1G"), "; ".join(hcas)
@@ -333,8 +336,8 @@ def nccl_link_pair(cluster: Cluster, lp, environments: dict[str, dict[str, str]]
     """(tools missing on lp.a, the HCAs, the command, its output): all_gather_perf between the two ends of ONE link pair,
     launched from lp.a: each rank with its node's service variables, only its own end's HCA and interface, reached over
     the link itself, so one weak link is not hidden in the all-node average; no run when a tool is missing."""
-    ranks = [(link.ip, _nccl_env(environments.get(node.name, {}), [link.rdma_device] if link.rdma_device else [], link.netdev))
-             for node, link in ((lp.a, lp.a_link), (lp.b, lp.b_link))]
+    ranks = [(link.ip, _nccl_env(environments.get(node.name, {}), [link.rdma_device] if link.rdma_device else [], link.netdev,
+                                 keep_hca=False)) for node, link in ((lp.a, lp.a_link), (lp.b, lp.b_link))]
     hca = f"{lp.a.name}: {ranks[0][1].get('NCCL_IB_HCA', 'unset')}; {lp.b.name}: {ranks[1][1].get('NCCL_IB_HCA', 'unset')}"
     command = _mpirun(ranks, "1G")
     fleet = lp.a.fleet
