@@ -261,7 +261,9 @@ class Expect(Strict):
     roce_gid_type: Literal["RoCE v2", "RoCE v1"]
     roce_gid_index: int = Field(ge=0)
     min_ib_write_bw_gbps: float = Field(gt=0)  # per logical link, ib_write_bw one link at a time
-    min_nccl_busbw_gbps: float = Field(gt=0)  # all_gather_perf across the nodes, bus bandwidth
+    min_nccl_busbw_gbps: float = Field(gt=0)  # all_gather_perf across the nodes, bus bandwidth (a pair, a switch)
+    min_nccl_ring_busbw_gbps: float = Field(gt=0)  # the same run across a ring (no switch: each step one cable)
+    min_nccl_link_busbw_gbps: float = Field(gt=0)  # all_gather_perf over one link pair, one HCA at each end
     # test_nccl_collectives (gb10check/canary/collectives.py): the bus bandwidth of its largest size (256 MB) of
     # all_reduce and all_gather, and the time of one 8 KB all_reduce (a warning above it).
     min_collective_busbw_gbps: float = Field(gt=0)
@@ -696,6 +698,21 @@ class Cluster(Strict):
             ports += [p for p in (r.port, r.node_manager_port, r.object_manager_port, r.min_worker_port, r.max_worker_port)
                       if p not in ports]
         return ports
+
+    @property
+    def nccl_floor_gbps(self) -> float:
+        """The all-node all_gather's floor for this cabling: a ring's own, else the pair's and switch's."""
+        return self.expect.min_nccl_ring_busbw_gbps if self.cabling == "ring" else self.expect.min_nccl_busbw_gbps
+
+    def reached_from_head(self, node: Node) -> tuple[str, Link | None]:
+        """(the address rank 0 reaches the node by, the node's link that holds it): its first link on a subnet one of
+        rank 0's links shares (a pair, a switch, a ring neighbour), else its management address (a ring's far node)."""
+        head = self.head
+        if node.name == head.name:
+            return head.links[0].ip, head.links[0]
+        nets = {l.address.network for l in head.links}
+        link = next((l for l in node.links if l.address.network in nets), None)
+        return (link.ip, link) if link is not None else (node.address, None)
 
     @property
     def master_addr(self) -> str:

@@ -139,8 +139,20 @@ def _environment(cluster: Cluster, extra: dict | None = None) -> dict:
         "NCCL_IB_GID_INDEX": str(cluster.expect.roce_gid_index), "NCCL_IB_MERGE_NICS": "1", "NCCL_SOCKET_IFNAME": first,
         "NCCL_SOCKET_FAMILY": "AF_INET", "GLOO_SOCKET_IFNAME": first, "GLOO_SOCKET_FAMILY": "AF_INET", "GLOO_USE_LIBUV": "0",
         "TORCH_GLOO_USE_LIBUV": "0", "TP_SOCKET_IFNAME": first, "NCCL_NET_PLUGIN": "none", "NCCL_IB_ROCE_VERSION_NUM": "2",
-        "NCCL_CUMEM_ENABLE": "0", "NCCL_DEBUG": "WARN", **(extra or {}), **d.extra_environment,
+        "NCCL_CUMEM_ENABLE": "0", "NCCL_DEBUG": "WARN", **_topology_environment(cluster), **(extra or {}),
+        **d.extra_environment,
     }
+
+
+def _topology_environment(cluster: Cluster) -> dict:
+    """What the cabling adds (checks/nccl_config.judge_topology_env has the rules and sources): a ring NCCL's subnet-aware
+    routing; a ring of four also the Ring algorithm and the patched NCCL's opt-in (the image must carry that NCCL)."""
+    if cluster.cabling != "ring":
+        return {}
+    ring = {"NCCL_IB_SUBNET_AWARE_ROUTING": "1"}
+    if len(cluster.nodes) >= 4:
+        ring |= {"NCCL_ALGO": "Ring", "NCCL_SWITCHLESS_RING_ONLY": "1"}
+    return ring
 
 
 def _bash_array(name: str, args: list[str]) -> str:

@@ -101,6 +101,11 @@ class Code(str, Enum):
     NCCL_CONF_CONFLICT = "nccl-conf-conflict"
     NCCL_CONF_SILENT = "nccl-conf-silent"
     NCCL_NET_PLUGIN = "nccl-net-plugin"
+    # The NCCL environment a cabling needs (test_nccl_topology_env, and the collectives canary's own environment).
+    NCCL_RING_ENV = "nccl-ring-env"
+    NCCL_RING_STOCK = "nccl-ring-stock"
+    NCCL_RING_ONLY = "nccl-ring-only"
+    NCCL_RING_VERSION = "nccl-ring-version"
     # The collectives canary (test_nccl_collectives): each rank in the image with its own node's environment.
     COLLECTIVES_RUN = "nccl-collectives-run"
     NCCL_CHANNEL_MAP = "nccl-channel-map"
@@ -369,12 +374,37 @@ REMEDIES: dict[Code, str] = {
     Code.NCCL_CONF_SILENT: "move {key} into the compose environment (deploy.extra_environment: {key}={value}) where every "
                            "node's setting is seen and compared, and delete it from {file} ({place} on {node}); NCCL reads "
                            "its environment first, then $NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf",
+    Code.NCCL_RING_ENV: "set {var}={want} in the compose environment (deploy.extra_environment) on every node: in a ring "
+                        "each port reaches ONE neighbour on its own subnet, and NCCL's own IB transport picks, per peer, "
+                        "the HCA on that peer's subnet only with NCCL_IB_SUBNET_AWARE_ROUTING=1; without it stock NCCL "
+                        "sends over the cable to the wrong neighbour and dies in ibv_modify_qp (error 110) at init. "
+                        "NVIDIA's launch.sh --topology ring sets NCCL_IB_SUBNET_AWARE_ROUTING=1 and NCCL_NET_PLUGIN=none "
+                        "(NVIDIA/dgx-spark-playbooks nvidia/playbook-nccl; spark-arena/sparkrun#174; "
+                        "Blackwellboy/model-serving-minefield#115, trap 139); an image's net plugin brings its own "
+                        "IB code that does not do this",
+    Code.NCCL_RING_STOCK: "a ring of {nodes} runs only with NCCL_ALGO=Ring AND a patched NCCL: two nodes of a ring of four "
+                          "share no cable, yet stock NCCL also connects a tree (even under NCCL_ALGO=Ring) and dies in "
+                          "ncclTransportTreeConnect right after `Connected all rings` (RoCE queue pairs do not follow the "
+                          "IP route through a third node). Put a switchless-ring NCCL in the image (alexellis/switchless-"
+                          "nccl, FujitsuPolycom/sparkring; MiaAI-Lab/DeepSeek-v4.1-Flash-DGX-Sparks#3), pin it with "
+                          "deploy.nccl {{version, build_id}} so test_image_nccl proves every rank loads it, and set "
+                          "NCCL_ALGO=Ring and NCCL_SWITCHLESS_RING_ONLY=1; NVIDIA's own launch.sh refuses rings of more "
+                          "than three. Or put the four nodes behind a switch (topology: switch)",
+    Code.NCCL_RING_ONLY: "drop {var} from the compose environment: it is for a switchless ring of four (no tree across "
+                         "nodes that share no cable); on a {topology} every node reaches every other and NCCL's tree "
+                         "serves the small messages of each decode step. NVIDIA's launch.sh --topology direct|switch "
+                         "adds no NCCL variable",
+    Code.NCCL_RING_VERSION: "use NCCL 2.30 or later in {image} on a ring (NVIDIA's playbook builds v2.30.7-1): "
+                            "NCCL_IB_SUBNET_AWARE_ROUTING, the ring's routing, is not in {version}, which ignores it and "
+                            "sends over the wrong cable; then pin it with deploy.nccl",
     Code.NCCL_NET_PLUGIN: "set NCCL_NET_PLUGIN=none in the compose environment (deploy.extra_environment) so NCCL uses its own "
                           "IB transport over the QSFP RoCE links, or take {plugin} out of {image}'s library path; an external "
                           "plugin (NGC images ship HPC-X's nccl-rdma-sharp-plugins: `Using network IBext` in an NCCL_DEBUG=INFO "
                           "log) replaces NCCL's own IB code, with its own reading of the NCCL_IB_* variables",
     Code.NCCL_BANDWIDTH: "check both links carry RoCE (NCCL_IB_HCA lists both devices), the cable, and the link speed; "
-                         "Dell GB10 pair: 22.96 GB/s all_gather bus bandwidth",
+                         "Dell GB10 pair: 22.96 GB/s all_gather bus bandwidth; NVIDIA's pass figures for all_gather_perf "
+                         "at 16G: 21.875 GB/s on a pair or a switch, 10 GB/s on a ring of three. One link pair alone under "
+                         "its floor: that cable, its two ports and their ib_write_bw (test_ib_write_bw on the same link)",
     Code.COLLECTIVES_RUN: "read the rank's NCCL WARN lines in the canary's output: a rank that never met the others is the "
                           "rendezvous (MASTER_ADDR reachable over the QSFP subnet, ufw open between the nodes, the same "
                           "image on every node); a failed connection is NCCL_SOCKET_IFNAME or NCCL_IB_HCA naming what "

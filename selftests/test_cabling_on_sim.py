@@ -1,12 +1,13 @@
 """The cabling check on the simulated ring of three and switch of four: the healthy ones pass, each cabling fault fails
 exactly the links it moved, naming the port, the port it reaches and the one it should (the pair's cabling runs in every
-pair scenario of test_checks_on_sim). Only tests/network/test_cabling.py runs: a boot takes seconds, the check a few."""
+pair scenario of test_checks_on_sim). Only tests/network/test_cabling.py runs: a boot takes seconds, the check a few; the
+healthy ones also run nccl-tests per link pair and across every node, and the cabling's NCCL environment check."""
 
 import re
 
 import pytest
 
-from gb10check.sim import control, scenarios
+from gb10check.sim import control, recordings, scenarios
 
 from .simbed import require_provisioned_sim, run_suite
 
@@ -58,8 +59,9 @@ def bed():
 
 
 def test_every_ring_and_switch_scenario_is_here():
+    # the ring's NCCL environment scenarios are judged from their recordings (test_scenarios_replayed.py)
     assert {name for t, name in EXPECTED if name != "healthy"} == \
-        {s.name for s in scenarios.SCENARIOS.values() if s.topology != "pair"}
+        {s.name for s in scenarios.SCENARIOS.values() if s.topology != "pair" and not recordings.replayed(s.name)}
 
 
 @pytest.mark.parametrize("topo,name", list(EXPECTED))
@@ -67,10 +69,23 @@ def test_cabling_fails_exactly_the_moved_links(bed, topo, name):
     cluster = control.up(3 if topo == "ring" else 4, quiet=True, topo=topo)
     if name != "healthy":
         scenarios.apply(name)
-    run = run_suite(cluster, "tests/network/test_cabling.py")
-    assert len(run.results) == (12 if topo == "ring" else 8)
+    nodes = 3 if topo == "ring" else 4
+    # The healthy cluster also runs nccl-tests over each of rank 0's link pairs alone (one HCA and interface at each end;
+    # the others are alike and cost CI a second each) and across every node, and the cabling's NCCL environment check
+    # (gb10check's compose file sets what each cabling needs).
+    nccl = ["tests/network/test_nccl.py", "tests/preflight/test_nccl_config.py", "-k",
+            f"test_cabling or test_nccl_all_gather or test_nccl_topology_env or (test_nccl_link_pair and {A})"
+            ] if name == "healthy" else []
+    run = run_suite(cluster, "tests/network/test_cabling.py", *nccl)
+    cabling = 12 if topo == "ring" else 8
+    link_pairs = [k for k in run.results if "::test_nccl_link_pair[" in k]
+    assert len(run.results) == (cabling if not nccl else cabling + len(link_pairs) + 1 + nodes)
+    if nccl:  # rank 0's: the ring's 2 cables of two logical links; the switch's 3 peers on each of its 2 subnets
+        assert len(link_pairs) == (4 if topo == "ring" else 6) and all(f"[{A}:" in k for k in link_pairs)
+        assert f"all_gather_perf x{nodes}" in run.stdout and "all_gather_perf x2" in run.stdout
     failed = {k: v.message for k, v in run.results.items() if v.outcome != "passed"}
     assert set(failed) == set(EXPECTED[(topo, name)]), "\n".join(f"{k}: {failed.get(k, '(passed)')[:600]}"
                                                                  for k in sorted(set(failed) ^ set(EXPECTED[(topo, name)])))
     for test_id, pattern in EXPECTED[(topo, name)].items():
         assert re.search(pattern, failed[test_id]), f"{test_id}:\n{failed[test_id]}"
+

@@ -45,6 +45,7 @@ LIVE_AFTER_FACTS = {
     "test_compose_lint": "runs the service's command in a dry run on the node",
     "test_nccl_collectives": "runs the collectives canary in the image on every node at once",
     "test_nccl_all_gather": "runs nccl-tests across the nodes, each rank with its node's service environment",
+    "test_nccl_link_pair": "runs nccl-tests over each link pair, each end with its own HCA and interface",
 }
 MODES = {
     "tool missing": (127, "", "sh: 1: {tool}: not found\n"),
@@ -227,6 +228,7 @@ H200_VERDICTS = {
     "test_container_runtime": "failed", "test_model_artifacts": "failed", "test_netplan_file": "failed",
     "test_image": "not checked", "test_gpu_in_container": "not checked", "test_no_serving_container_left": "not checked",
     "test_env_file": "not checked", "test_compose_offline": "not checked", "test_compose_caches": "not checked",
+    "test_nccl_topology_env": "not checked",
     "test_disk_space": "not checked", "test_memory_fit": "not checked", "test_memory_available": "not checked",
     "test_firewall": "not checked", "test_advisories": "not checked", "test_pcie_link": "not checked",
     "test_link_address": "not checked", "test_links_on_distinct_subnets": "not checked",

@@ -224,7 +224,8 @@ def test_snapshot_of_a_gb10_pair_from_its_facts_and_a_run(tmp_path):
                            "# pgx-pair: 2 x NVIDIA GB10, measured on pgx-pair at 2026-12-02 17:00 UTC (from profile gb10).\n"
                            "# Measured: memory_gib, gpu_name, driver_version, link_speed_mbps, min_ib_write_bw_gbps, "
                            "min_nccl_busbw_gbps.\n# Kept from the profile before (not measured): roce_gid_type, roce_gid_index, "
-                           "min_collective_busbw_gbps,\n# max_collective_8k_latency_us, min_tflops,")
+                           "min_nccl_ring_busbw_gbps,\n# min_nccl_link_busbw_gbps, min_collective_busbw_gbps, "
+                           "max_collective_8k_latency_us, min_tflops,")
     (tmp_path / "pair.yaml").write_text(text)
     (tmp_path / "cluster.yaml").write_text(cluster_text(profile="pair.yaml"))
     assert load_cluster(tmp_path / "cluster.yaml").expect.model_dump(include=set(e)) == e

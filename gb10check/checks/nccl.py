@@ -11,8 +11,9 @@ from ..remedies import Code
 from ..verdict import Finding
 
 
-def judge_nccl(facts: NcclTest, expect: Expect, where: str, hca: str = "") -> list[Finding]:
-    """Findings for one nccl-tests run.
+def judge_nccl(facts: NcclTest, expect: Expect, where: str, hca: str = "", floor: float | None = None) -> list[Finding]:
+    """Findings for one nccl-tests run; floor: its bus bandwidth floor (Gb/s), the profile's all-node pair floor unless
+    given (Cluster.nccl_floor_gbps for a ring, min_nccl_link_busbw_gbps for one link pair).
 
     The transport is judged from the channel lines (`... via NET/IB/0`, `via NET/Socket/0`), never from plug-in
     start-up lines: NCCL prints `NET/Socket : Using [0]eth0` and `Using network Socket` also in runs whose data
@@ -44,20 +45,22 @@ def judge_nccl(facts: NcclTest, expect: Expect, where: str, hca: str = "") -> li
                 f"{' ...' if len(sizes) > 3 else ''})" if sizes else "'# Out of bounds values' FAILED")
         findings.append(Finding(Code.NCCL_WRONG_VALUES, where, seen, "0 wrong values at every size"))
     busbw = facts.busbw_gbps if facts.busbw_gbps is not None else facts.avg_busbw_gbps
-    if busbw is None or busbw < expect.min_nccl_busbw_gbps:
+    floor = expect.min_nccl_busbw_gbps if floor is None else floor
+    if busbw is None or busbw < floor:
         size = max((r.size_bytes for r in facts.rows), default=0)
         seen = (f"bus bandwidth {busbw:.1f} Gb/s ({busbw / 8:.2f} GB/s) at {size} bytes" if busbw is not None
                 else "no bus bandwidth figure")
-        findings.append(Finding(Code.NCCL_BANDWIDTH, where, seen, f">= {expect.min_nccl_busbw_gbps:g} Gb/s"))
+        findings.append(Finding(Code.NCCL_BANDWIDTH, where, seen, f">= {floor:g} Gb/s"))
     return findings
 
 
-def judge_run(where: str, rc: int, output: str, facts: NcclTest | None, expect: Expect, hca: str = "") -> list[Finding]:
+def judge_run(where: str, rc: int, output: str, facts: NcclTest | None, expect: Expect, hca: str = "",
+              floor: float | None = None) -> list[Finding]:
     """A whole mpirun of nccl-tests: a run that printed no table (facts None) or died is NCCL_RUN with its telling lines."""
     if facts is None or (rc != 0 and not facts.error):
         lines = [l for l in output.splitlines() if "WARN" in l or "failure" in l or "unable" in l] or output.strip().splitlines()[-1:]
         return [Finding(Code.NCCL_RUN, where, f"exit {rc}: {' | '.join(lines)[:300]}", "an nccl-tests result table")]
-    return judge_nccl(facts, expect, where, hca=hca)
+    return judge_nccl(facts, expect, where, hca=hca, floor=floor)
 
 
 # ---- the collectives canary: one process per node, each with its own node's environment ------------------------------

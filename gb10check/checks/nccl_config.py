@@ -128,3 +128,83 @@ def judge_net_plugin(node: str, image: str, probe: NcclConfProbe, compose_env: d
     return [Finding(Code.NCCL_NET_PLUGIN, f"{node}:image {image}", f"NCCL loads the external net plugin {plugin} ({why}) "
                     "ahead of its own IB transport", "NCCL's own IB transport over RoCE (NCCL_NET_PLUGIN=none in the compose "
                     "environment)", warning=True, plugin=plugin, image=image)]
+
+
+# ---- the NCCL environment a cabling needs ----------------------------------------------------------------------------
+# Sources: NVIDIA/dgx-spark-playbooks nvidia/playbook-nccl (launch.sh --topology direct|ring|switch: a ring adds
+# NCCL_IB_SUBNET_AWARE_ROUTING=1 and NCCL_NET_PLUGIN=none, direct and switch add nothing, rings of three only; NCCL
+# v2.30.7-1 built from source); spark-arena/sparkrun#174; model-serving-minefield trap 139 (stock NCCL sends over the
+# cable to the wrong neighbour); MiaAI-Lab/DeepSeek-v4.1-Flash-DGX-Sparks#3 and alexellis/switchless-nccl (a ring of four:
+# NCCL_ALGO=Ring and a patched NCCL whose opt-in is NCCL_SWITCHLESS_RING_ONLY=1, alias NCCL_SKIP_TREE_CONNECT=1).
+RING_ROUTING = "NCCL_IB_SUBNET_AWARE_ROUTING"
+SWITCHLESS = ("NCCL_SWITCHLESS_RING_ONLY", "NCCL_SKIP_TREE_CONNECT")  # the patched NCCL's opt-in; stock NCCL ignores both
+RING_MIN_VERSION = (2, 30)  # the first NCCL with subnet-aware routing (NVIDIA's playbook builds v2.30.7-1)
+
+
+def _on(env: dict[str, str], key: str) -> bool:
+    return env.get(key, "").strip() == "1"
+
+
+def judge_topology_env(where: str, topology: str | None, nodes: int, env: dict[str, str], pinned_build: str | None
+                       ) -> list[Finding]:
+    """The NCCL variables of one rank's environment against the cabling (Cluster.cabling) of a cluster of `nodes`.
+
+    - ring: NCCL_IB_SUBNET_AWARE_ROUTING=1 and NCCL's own IB transport (NCCL_NET_PLUGIN=none; not NCCL_NET=Socket nor
+      NCCL_IB_DISABLE=1) fail when missing;
+    - a ring of four or more: NCCL_ALGO=Ring and a patched NCCL (its opt-in variable set, and deploy.nccl pinning a build
+      id, which test_image_nccl holds every rank to); stock NCCL is refused with the fix;
+    - a pair or a switch: the switchless ring's settings (NCCL_SWITCHLESS_RING_ONLY, NCCL_SKIP_TREE_CONNECT, NCCL_ALGO=Ring)
+      warn: they take away the tree NCCL would use across nodes that all reach each other.
+    """
+    findings: list[Finding] = []
+
+    def shown(key: str) -> str:
+        return f"{key}={env[key]}" if key in env else f"{key} unset"
+
+    if topology == "ring":
+        for var, want, ok in ((RING_ROUTING, "1", _on(env, RING_ROUTING)),
+                              ("NCCL_NET_PLUGIN", "none", env.get("NCCL_NET_PLUGIN", "").strip().lower() == "none"),
+                              ("NCCL_NET", "IB", env.get("NCCL_NET", "IB").strip() == "IB"),
+                              ("NCCL_IB_DISABLE", "0", not _on(env, "NCCL_IB_DISABLE"))):
+            if not ok:
+                findings.append(Finding(Code.NCCL_RING_ENV, where, f"{shown(var)} on a ring of {nodes}",
+                                        f"{var}={want} (each port reaches one neighbour: NCCL's own IB transport, routed "
+                                        "by subnet)", var=var, want=want))
+        if nodes >= 4:
+            missing = [s for s, bad in ((shown("NCCL_ALGO"), env.get("NCCL_ALGO", "").strip().lower() != "ring"),
+                                        (" and ".join(f"{k} unset" for k in SWITCHLESS), not any(_on(env, k) for k in SWITCHLESS)),
+                                        ("deploy.nccl pins no build id (stock NCCL)", pinned_build is None)) if bad]
+            if missing:
+                findings.append(Finding(Code.NCCL_RING_STOCK, where, f"a ring of {nodes}: {'; '.join(missing)}",
+                                        "NCCL_ALGO=Ring, NCCL_SWITCHLESS_RING_ONLY=1 and a patched NCCL pinned by build id "
+                                        "(stock NCCL dies in ncclTransportTreeConnect)", nodes=nodes))
+    elif topology in ("pair", "switch"):
+        for var in (*SWITCHLESS, "NCCL_ALGO"):
+            if (var == "NCCL_ALGO" and env.get(var, "").strip().lower() == "ring") or (var in SWITCHLESS and _on(env, var)):
+                findings.append(Finding(Code.NCCL_RING_ONLY, where, f"{var}={env[var]} on a {topology}",
+                                        f"no {var}: a switchless ring's setting", warning=True, var=var, topology=topology))
+    return findings
+
+
+def judge_canary_topology_env(where: str, topology: str | None, nodes: int, env: dict[str, str], compose_env: dict[str, str],
+                              pinned_build: str | None) -> list[Finding]:
+    """judge_topology_env on the environment a canary's rank really had (its compose environment over the image's ENV),
+    less what the same rules already say of the compose environment (test_nccl_topology_env): a cause told once."""
+    said = {(f.code, f.seen) for f in judge_topology_env(where, topology, nodes, compose_env, pinned_build)}
+    return [f for f in judge_topology_env(f"{where}: the canary's environment", topology, nodes, env, pinned_build)
+            if (f.code, f.seen) not in said]
+
+
+def judge_ring_nccl_version(node: str, image: str, version: str | None, topology: str | None) -> list[Finding]:
+    """A ring needs NCCL_IB_SUBNET_AWARE_ROUTING, which NCCL reads from 2.30 on: an older NCCL in the image fails."""
+    if topology != "ring" or not version:
+        return []
+    try:
+        major_minor = tuple(int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return []  # the identity check reports an unreadable version
+    if major_minor >= RING_MIN_VERSION:
+        return []
+    return [Finding(Code.NCCL_RING_VERSION, f"{node}:image {image}", f"NCCL {version} on a ring",
+                    f"NCCL {'.'.join(map(str, RING_MIN_VERSION))} or later (subnet-aware routing)", image=image,
+                    version=version)]

@@ -14,7 +14,7 @@ from .batch import LOOK_FIRST, TIMED_OUT, Output, Unreadable, batch_script, read
 from .commands import *  # noqa: F401,F403  (the commands, for the helpers that run one live: deploy, sim)
 from .fleet import Fleet
 from .programs import (SAMPLES_MARK, SMI_SAMPLE, ComputeRun, DryRun, canary_timeout, clock_offset, compose_dry_run, compute,
-                       collectives_command, compute_command, compute_timeout, fastest_compute, ib_write_bw, nccl_all_gather,
+                       collectives_command, compute_command, compute_timeout, fastest_compute, ib_write_bw, nccl_all_gather, nccl_link_pair,
                        nccl_collectives, parse_or_error,
                        own_shard_read_rate, parsed_output, peer_shard_read_rate, program, program_json, ray_head_output, service_args,
                        shard_read_rate, vllm_args)

@@ -279,26 +279,72 @@ NCCL_TOOLS = ("mpirun", "all_gather_perf")
 NCCL_TESTS_ENV = re.compile(r"^NCCL_\w+$")
 
 
-def nccl_all_gather(cluster: Cluster, head: RemoteNode, environments: dict[str, dict[str, str]]
+def _nccl_env(environment: dict[str, str], hcas: list[str], ifname: str | None, keep_hca: bool) -> dict[str, str]:
+    """One rank's NCCL variables: its node's service's, with its own HCAs (exact names, `=`: all of them unless keep_hca
+    and the service names its own) and, where given, its own interface for NCCL's sockets; NCCL_DEBUG at INFO for the
+    channel lines."""
+    own = {k: v for k, v in sorted(environment.items()) if NCCL_TESTS_ENV.match(k)}
+    if hcas and not (keep_hca and own.get("NCCL_IB_HCA")):
+        own["NCCL_IB_HCA"] = "=" + ",".join(hcas)
+    if ifname:
+        own["NCCL_SOCKET_IFNAME"] = ifname
+    own["NCCL_DEBUG"] = "INFO"
+    return own
+
+
+def _mpirun(ranks: list[tuple[str, dict[str, str]]], size: str) -> str:
+    """mpirun with one application context per rank (MPMD, `:`): its host and its own `env`."""
+    return "mpirun " + " : ".join(
+        f"-np 1 -H {host}:1 env {' '.join(shlex.quote(f'{k}={v}') for k, v in env.items())} all_gather_perf -b {size} -e {size} -f 2"
+        for host, env in ranks)
+
+
+def _missing_tools(cluster: Cluster, fleet, name: str) -> list[str]:
+    return [tool for tool in NCCL_TOOLS if fleet.once(name, f"command -v {tool}", cluster.ssh.command_timeout_s).rc != 0]
+
+
+def nccl_all_gather(cluster: Cluster, rank0: RemoteNode, environments: dict[str, dict[str, str]]
                     ) -> tuple[list[str], str, str, Output | None]:
     """(tools missing on rank 0, the HCA lists, the command, its output): nccl-tests' all_gather_perf across every node
-    through mpirun from rank 0, one application context per rank (MPMD, `:`), each run through `env` with the NCCL
-    variables of ITS node's service (environments: node name -> that node's interpolated service environment), NCCL_DEBUG
-    at INFO for the channel lines; no run when a tool is missing."""
-    once = head.fleet.once  # once per run, and kept in a recording: the run is judged again from it
-    missing = [tool for tool in NCCL_TOOLS if once(head.name, f"command -v {tool}", cluster.ssh.command_timeout_s).rc != 0]
-    segments, hcas = [], []
+    through mpirun from rank 0, one application context per rank, each with the NCCL variables of ITS node's service
+    (environments: node name -> that node's interpolated service environment): the HCAs it serves with (its node's links'
+    where its service names none), and, where rank 0 reaches it over a link, that link's address and interface
+    (Cluster.reached_from_head: a ring's far node is reached by its management address and keeps its service's
+    interface); no run when a tool is missing."""
+    ranks, hcas = [], []
+    head = cluster.head
+    reached = {n.name: cluster.reached_from_head(n) for n in cluster.by_rank()}
+    peer_nets = {link.address.network for name, (_, link) in reached.items() if name != head.name and link is not None}
     for node in cluster.by_rank():
-        own = {k: v for k, v in sorted(environments.get(node.name, {}).items()) if NCCL_TESTS_ENV.match(k)}
-        own["NCCL_DEBUG"] = "INFO"
-        hcas.append(f"{node.name}: {own.get('NCCL_IB_HCA', 'unset')}")
-        assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in own.items())
-        segments.append(f"-np 1 -H {node.links[0].ip}:1 env {assignments} all_gather_perf -b 1G -e 1G -f 2")
-    command = "mpirun " + " : ".join(segments)
-    hca = "; ".join(hcas)
+        host, link = reached[node.name]
+        if node.name == head.name:  # rank 0 listens on every link its peers reach it over
+            ifname = ",".join(l.netdev for l in node.links if l.address.network in peer_nets)
+        else:
+            ifname = link.netdev if link is not None else None
+        env = _nccl_env(environments.get(node.name, {}), [l.rdma_device for l in node.links if l.rdma_device], ifname or None,
+                        keep_hca=True)
+        hcas.append(f"{node.name}: {env.get('NCCL_IB_HCA', 'unset')}")
+        ranks.append((host, env))
+    command, hca = _mpirun(ranks, "1G"), "; ".join(hcas)
+    missing = _missing_tools(cluster, rank0.fleet, rank0.name)
     if missing:
         return missing, hca, command, None
-    return [], hca, command, once(head.name, command, 600)
+    return [], hca, command, rank0.fleet.once(rank0.name, command, 600)
+
+
+def nccl_link_pair(cluster: Cluster, lp, environments: dict[str, dict[str, str]]) -> tuple[list[str], str, str, Output | None]:
+    """(tools missing on lp.a, the HCAs, the command, its output): all_gather_perf between the two ends of ONE link pair,
+    launched from lp.a: each rank with its node's service variables, only its own end's HCA and interface, reached over
+    the link itself, so one weak link is not hidden in the all-node average; no run when a tool is missing."""
+    ranks = [(link.ip, _nccl_env(environments.get(node.name, {}), [link.rdma_device] if link.rdma_device else [], link.netdev,
+                                 keep_hca=False)) for node, link in ((lp.a, lp.a_link), (lp.b, lp.b_link))]
+    hca = f"{lp.a.name}: {ranks[0][1].get('NCCL_IB_HCA', 'unset')}; {lp.b.name}: {ranks[1][1].get('NCCL_IB_HCA', 'unset')}"
+    command = _mpirun(ranks, "1G")
+    fleet = lp.a.fleet
+    missing = _missing_tools(cluster, fleet, lp.a.name)
+    if missing:
+        return missing, hca, command, None
+    return [], hca, command, fleet.once(lp.a.name, command, 600)
 
 
 # ---- the collectives canary: one rank per node, in the image, each with its own node's environment -------------------

@@ -59,13 +59,19 @@ def proved_checks(name: str) -> set[str]:
     return {p.split(":")[0] for p in scenarios.SCENARIOS[name].proves}
 
 
+# The cabling check on a ring or a switch is proven live (selftests/test_cabling_on_sim.py: cables move on the machine).
+LIVE_ON_RING = {"test_cabling"}
+NODES = {"pair": 2, "ring": 3, "switch": 4}  # the simulated cluster each topology's scenarios run on
+
+
 def replayed(name: str) -> bool:
-    """Whether the scenario is proven from its recording: a fault of the mp pair (not serving, not Ray, not a ring's or a
-    switch's: recordings are of the pair) whose every proved check reads facts."""
+    """Whether the scenario is proven from its recording: a fault of the mp cluster (not serving, not Ray; on a ring or a
+    switch, not the cabling check) whose every proved check reads facts."""
     s = scenarios.SCENARIOS[name]
     known = checks()
-    return (name != "healthy" and s.executor == "mp" and s.topology == "pair" and bool(s.proves) and all(step.serve is None for step in s.steps)
-            and all(c in known and known[c].reads and c not in LOGIN for c in proved_checks(name)))
+    live = LOGIN | (LIVE_ON_RING if s.topology != "pair" else set())
+    return (name != "healthy" and s.executor == "mp" and bool(s.proves) and all(step.serve is None for step in s.steps)
+            and all(c in known and known[c].reads and c not in live for c in proved_checks(name)))
 
 
 def names() -> list[str]:
@@ -100,13 +106,15 @@ def record_command(*which: str) -> str:
 
 
 def record(name: str, say=lambda msg: None) -> Path:
-    """Bring the pair up fresh, apply the scenario, run its checks live with --record, and write the recording."""
+    """Bring the scenario's cluster up fresh (the pair, the ring of three or the switch of four), apply the scenario, run
+    its checks live with --record, and write the recording."""
     from ..gather import recording
 
     if not replayed(name):
         raise scenarios.ScenarioError(f"scenario {name} is not judged from a recording (it proves a check that needs a live "
                                       "network or process, or changes the serving or Ray stack)")
-    path = control.up(2, quiet=True)
+    topology = scenarios.SCENARIOS[name].topology
+    path = control.up(NODES[topology], quiet=True, topo=None if topology == "pair" else topology)
     scenarios.apply(name)
     with tempfile.TemporaryDirectory(prefix="gb10check-record-") as folder:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
@@ -116,7 +124,7 @@ def record(name: str, say=lambda msg: None) -> Path:
             raise scenarios.ScenarioError(f"{name}: pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
         got = recording.load(folder)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-    got.update(source=f"gb10check sim record-scenarios {name} (the live simulated pair)", scenario=name,
+    got.update(source=f"gb10check sim record-scenarios {name} (the live simulated {topology})", scenario=name,
                produced_by=produced_by(name), selection=selection(name), recorded_outcome=summary)
     say(f"{name}: {summary}")
     return recording.write(got, path_of(name))

@@ -495,6 +495,20 @@ SCENARIOS.update({s.name: s for s in [
 ]})
 
 
+# The NCCL environment a ring needs (checks/nccl_config.judge_topology_env): each fails test_nccl_topology_env, judged
+# from its recording of the ring of three (its cables as NVIDIA wires them).
+SCENARIOS.update({s.name: s for s in [
+    Scenario("ring-nccl-no-routing", "ring of three: the compose file on every node lacks NCCL_IB_SUBNET_AWARE_ROUTING=1 "
+             "(a pair's file reused: stock NCCL sends over the cable to the wrong neighbour)",
+             (Step(-1, shell="sed -i '/NCCL_IB_SUBNET_AWARE_ROUTING/d' /home/lenovo/vllm/compose.yml"),),
+             proves=("test_nccl_topology_env:nccl-ring-env",), topology="ring"),
+    Scenario("ring-nccl-plugin", "ring of three: the compose file on every node names an image's net plugin "
+             "(NCCL_NET_PLUGIN=libnccl-net.so) instead of NCCL's own IB transport",
+             (Step(-1, shell="sed -i 's/NCCL_NET_PLUGIN: none/NCCL_NET_PLUGIN: libnccl-net.so/' /home/lenovo/vllm/compose.yml"),),
+             proves=("test_nccl_topology_env:nccl-ring-env",), topology="ring"),
+]})
+
+
 def change_state(node: str, change: dict) -> None:
     """Merge `change` into a node's stand-in state (its syncer renders it within 0.5 s; apply() refreshes at once)."""
     current = json.loads(control.node_exec(node, "cat /etc/gb10sim/state.json").stdout)

@@ -5,7 +5,7 @@ gate (CUDA's free memory in the image against what vLLM asks for; no GPU process
 
 import pytest
 
-from gb10check.checks import compose, gpu, memory, platform
+from gb10check.checks import compose, gpu, memory, nccl_config, platform
 from gb10check.gather import compute, fastest_compute, program, read, reads
 from gb10check.remedies import Code
 from gb10check.verdict import not_checked, report
@@ -51,7 +51,9 @@ def test_image_nccl(node, head, cluster, measurements, versions):
     env = compose.service_environment(read(node, "vllm_service")[1]) if platform.nccl_needs_environment(mine, machine) else None
     report(gpu.judge_nccl_identity(node.name, head.name, mine, heads, cluster.deploy.nccl, cluster.deploy.image,
                                    cluster.deploy.canary_python)
-           + platform.judge_nccl_advisories(node.name, mine, machine, env))
+           + platform.judge_nccl_advisories(node.name, mine, machine, env)
+           + nccl_config.judge_ring_nccl_version(node.name, cluster.deploy.canary_python or cluster.deploy.image,
+                                                 mine.get("version"), cluster.cabling))
 
 
 @pytest.mark.slow  # the image started with the GPU on every node and torch's CUDA initialised: seconds
