@@ -2,6 +2,7 @@
 figures: each of the four causes of vLLM's "Free memory on device ... less than desired GPU memory utilization" with the
 numbers its owners published, and the processes in the nvidia-smi stand-in's rendering of a real process."""
 
+import json
 import os
 import subprocess
 import sys
@@ -142,3 +143,43 @@ def test_the_standin_lists_a_real_vllm_named_process(tmp_path, monkeypatch, caps
     finally:
         holder.kill()
         holder.wait(timeout=10)
+
+
+# The H200 (selftests/captures/memory/, selftests/device/capture_memory_h200.sh): idle, then a python3 named
+# VLLM::EngineCore holding 20 GiB on GPU 0, then after it was killed; each state read by the suite's own command and probe.
+H200_MEMINFO = parse("meminfo", read_capture("ours/meminfo/h200-proc-meminfo.txt"))
+
+
+def h200(state: str):
+    probe = json.loads(read_capture(f"ours/memory/h200-memory-probe-{state}.json"))
+    return probe, parse("nvidia_compute_apps", read_capture(f"ours/memory/h200-gpu-processes-{state}.txt"))
+
+
+def test_the_real_engine_core_is_read_with_its_process_table_line():
+    _, [p] = h200("holding")
+    assert (p.pid, p.name, p.used_gib, p.container, p.ppid, p.elapsed_s, p.args) == (
+        987, "VLLM::EngineCore", round(20998 / 1024, 3), None, 911, 6, "VLLM::EngineCore /tmp/holder.py")
+    assert h200("idle")[1] == [] and h200("after")[1] == []
+
+
+def test_the_real_probe_sees_what_the_engine_core_holds():
+    [idle], [holding] = (memory.devices(h200(s)[0]) for s in ("idle", "holding"))
+    assert round(holding.total_gib, 2) == 139.80 and holding.total_gib == idle.total_gib
+    _, [p] = h200("holding")
+    assert abs((idle.free_gib - holding.free_gib) - p.used_gib) < 0.1  # CUDA's free and nvidia-smi agree on the holder
+
+
+def test_the_real_holder_fails_the_gate_by_pid_and_the_idle_gpu_passes():
+    probe, processes = h200("holding")
+    [f] = memory.judge_start_memory("h200", probe, H200_MEMINFO, processes, 0.9, GB10.start_memory_margin_gib,
+                                    GB10.idle_free_floor_gib)
+    assert f.code == Code.START_MEMORY_PROCESS and f.where == "h200" and not f.warning
+    assert "CUDA reports 118.77 GiB free of 139.80 on device 0 (NVIDIA H200), 9.05 GiB short" in f.seen
+    assert "pid 987 VLLM::EngineCore (on the host, parent 911, running 0h00m) holding 20.5 GiB" in f.seen
+    [left] = memory.judge_no_gpu_process("h200", processes)
+    assert left.code == Code.GPU_PROCESS_LEFT and "kill 987" in fix(left.code, **left.params)
+    for state in ("idle", "after"):
+        probe, processes = h200(state)
+        assert memory.judge_start_memory("h200", probe, H200_MEMINFO, processes, 0.9, GB10.start_memory_margin_gib,
+                                         GB10.idle_free_floor_gib) == []
+        assert memory.judge_no_gpu_process("h200", processes) == []

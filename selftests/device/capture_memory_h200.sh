@@ -37,9 +37,12 @@ torch.cuda.synchronize()
 print("held", flush=True)
 time.sleep(300)
 PY
-bash -c 'exec -a VLLM::EngineCore python3 /tmp/holder.py' > "$OUT/holder.log" 2>&1 &
+# argv[0] names the process; Python then cannot find its prefix from it, so its site-packages come by PYTHONPATH.
+SITE=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+PY=$(command -v python3)
+PYTHONPATH="$SITE" bash -c "exec -a VLLM::EngineCore $PY /tmp/holder.py" > "$OUT/holder.log" 2>&1 &
 holder=$!
-for i in $(seq 120); do grep -q held "$OUT/holder.log" && break; sleep 0.5; done; cat "$OUT/holder.log"
+for i in $(seq 120); do grep -q held "$OUT/holder.log" && break; kill -0 $holder 2>/dev/null || break; sleep 0.5; done; cat "$OUT/holder.log"
 step "ps -o pid,ppid,stat,comm,args -p $holder"; ps -o pid,ppid,stat,comm,args -p $holder | tee "$OUT/h200-ps-holder.txt"
 look holding
 kill $holder; wait $holder 2>/dev/null
