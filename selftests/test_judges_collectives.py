@@ -4,8 +4,8 @@ shared memory, NET/Socket, a real socket fallback) and a DGX Spark pair's NET/IB
 
 Each rank's output is built as the canary prints it: NCCL's own lines of that rank (the capture's lines of its device,
 `[0]` or `[1]`) and the canary's lines, whose figures are the capture's own result rows (time, algbw, busbw of each
-size), so every figure and every NCCL line judged was printed by a real run. The canary itself has not run on a GPU yet
-(the device machine was not lent in this session): its lines' layout is the program's (gb10check/canary/collectives.py)."""
+size), so every figure and every NCCL line judged was printed by a real run. The canary itself ran on one H200 (the last
+section: one rank alone, two ranks refused on one GPU, a bootstrap without its interface); two GPUs were not lent since."""
 
 import base64
 import json
@@ -229,3 +229,40 @@ def test_the_program_on_a_cpu_torch_says_so_and_the_check_skips():
     run = parse("nccl_collectives", done.stdout)
     assert done.returncode == 1 and run.rank == 0 and not run.done and not run.rows
     assert CPU_BUILD in run.error and run.error.endswith("(a CPU build)"), run.error
+
+
+# ---- the canary itself on a real GPU: one H200 (selftests/device/run_collectives_1gpu_h200.sh) ---------------------------
+
+def h200_canary(name: str, rank: int = 0, rc: int = 0) -> RankRun:
+    text = read_capture(f"ours/gpu_canary/h200-collectives-1gpu-{name}-rank{rank}.txt")
+    return RankRun("h200", rank, {}, rc, text, parse("nccl_collectives", text))
+
+
+def test_the_canary_on_a_real_gpu_reads_every_size_of_both_collectives():
+    run = h200_canary("alone").run
+    assert run.done and run.error is None and (run.rank, run.world, run.nccl_version) == (0, 1, "2.28.9")
+    assert run.env["NCCL_NVLS_ENABLE"] == "0" and run.network == "Socket" and run.channels == []
+    sizes = [8 << 10 << i for i in range(16)]  # 8 KB to 256 MB, doubling
+    for op in ("all_reduce", "all_gather"):
+        assert [row.size for row in run.rows if row.op == op] == sizes and not any(row.wrong for row in run.rows)
+    assert run.at("all_reduce", SMALL).time_us == 28.64 and run.largest("all_gather").size == 256 << 20
+
+
+def test_one_rank_alone_never_passes_the_bandwidth_floor():
+    """A rank alone moves nothing between nodes: nccl-tests' bus bandwidth is 0 for one rank, and the floor fails."""
+    findings = judge_collectives([h200_canary("alone")], H200)
+    assert [(f.code, f.seen) for f in findings] == [
+        (Code.COLLECTIVES_BANDWIDTH, f"{op} bus bandwidth 0.0 Gb/s (0.00 GB/s) at 268435456 bytes")
+        for op in ("all_reduce", "all_gather")]
+
+
+def test_nccls_own_refusals_name_each_rank_in_one_line():
+    shared = [h200_canary("shared", rank, rc=1) for rank in (0, 1)]
+    findings = judge_collectives(shared, H200)
+    assert [(f.code, f.where) for f in findings] == [(Code.COLLECTIVES_RUN, "h200 (rank 0)"), (Code.COLLECTIVES_RUN, "h200 (rank 1)")]
+    assert findings[1].seen == ("ncclInvalidUsage: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60 "
+                                "after 0 result line(s)")
+    [f] = judge_collectives([h200_canary("noif", rc=1)], H200)
+    assert f.code == Code.COLLECTIVES_RUN and f.seen == ("ncclInvalidUsage: Bootstrap : no socket interface found "
+                                                         "after 0 result line(s)")
+    assert "\n" not in f.seen
