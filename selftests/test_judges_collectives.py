@@ -234,7 +234,7 @@ def test_the_program_on_a_cpu_torch_says_so_and_the_check_skips():
 # ---- the canary itself on a real GPU: one H200 (selftests/device/run_collectives_1gpu_h200.sh) ---------------------------
 
 def h200_canary(name: str, rank: int = 0, rc: int = 0) -> RankRun:
-    text = read_capture(f"ours/gpu_canary/h200-collectives-1gpu-{name}-rank{rank}.txt")
+    text = read_capture(f"ours/raw/gpu_canary/h200-collectives-1gpu-{name}-rank{rank}.txt")
     return RankRun("h200", rank, {}, rc, text, parse("nccl_collectives", text))
 
 

@@ -151,7 +151,7 @@ H200_MEMINFO = parse("meminfo", read_capture("ours/meminfo/h200-proc-meminfo.txt
 
 
 def h200(state: str):
-    probe = json.loads(read_capture(f"ours/memory/h200-memory-probe-{state}.json"))
+    probe = json.loads(read_capture(f"ours/raw/memory/h200-memory-probe-{state}.json"))
     return probe, parse("nvidia_compute_apps", read_capture(f"ours/memory/h200-gpu-processes-{state}.txt"))
 
 

@@ -537,8 +537,12 @@ def parse_compute_apps(text: str) -> list[GpuProcess]:
         if not m:
             raise ParseError("nvidia_compute_apps", "CONTAINER PID PPID ETIMES ARGS per process", line)
         table[int(m[2])] = (None if m[1] == "-" else m[1], int(m[3]), int(m[4]), m[5])
-    found = []
+    found, seen = [], set()
     for row in rows:
+        # one process on two GPUs is listed once per GPU, with each GPU's memory: the same line twice is the output's damage
+        if (key := tuple(sorted(row.items()))) in seen:
+            raise ParseError("nvidia_compute_apps", "each process line once", str(row))
+        seen.add(key)
         pid = row.get("pid")
         if not isinstance(pid, int):
             raise ParseError("nvidia_compute_apps", "a process id in the pid column", str(row))

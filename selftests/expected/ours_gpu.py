@@ -284,3 +284,4 @@ EXPECTED = {
             "net_ib_devices": [],
         }),
 }
+
