@@ -714,10 +714,17 @@ class Cluster(Strict):
         link = next((l for l in node.links if l.address.network in nets), None)
         return (link.ip, link) if link is not None else (node.address, None)
 
-    @property
-    def master_addr(self) -> str:
-        """Rank 0's address on its first link: what the followers rendezvous with."""
-        return self.head.links[0].ip
+    def rendezvous_addr(self, node: Node) -> str:
+        """The address of rank 0 that `node` rendezvous with (MASTER_ADDR, --master-addr, the canary's store, Ray's GCS):
+        rank 0's own first link for rank 0; else rank 0's address on a subnet one of the node's links shares (a pair, a
+        switch, a ring neighbour: on a ring each neighbour meets rank 0 on its own cable); else rank 0's management
+        address (a ring's far node, which no cable joins to rank 0)."""
+        head = self.head
+        if node.name == head.name:
+            return head.links[0].ip
+        nets = {l.address.network for l in node.links}
+        link = next((l for l in head.links if l.address.network in nets), None)
+        return link.ip if link is not None else head.address
 
 
 @dataclass(frozen=True)

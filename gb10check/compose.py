@@ -47,7 +47,8 @@ SERVE_PID, SERVE_RC = "/tmp/gb10check-serve.pid", "/tmp/gb10check-serve.rc"  # i
 
 
 def env_file(cluster: Cluster, node: Node) -> str:
-    return (f"MODEL_ID={cluster.deploy.model_id}\nNODE_RANK={node.rank}\nVLLM_HOST_IP={node.links[0].ip}\n")
+    return (f"MODEL_ID={cluster.deploy.model_id}\nNODE_RANK={node.rank}\nVLLM_HOST_IP={node.links[0].ip}\n"
+            f"MASTER_ADDR={cluster.rendezvous_addr(node)}\n")
 
 
 def serve_args(cluster: Cluster, node_rank: str | None = None) -> list[str]:
@@ -58,7 +59,7 @@ def serve_args(cluster: Cluster, node_rank: str | None = None) -> list[str]:
         args = ["--served-model-name", d.served_model_name, "--tensor-parallel-size", "1"]
     else:
         args = ["--served-model-name", d.served_model_name, "--tensor-parallel-size", str(d.tensor_parallel_size),
-                "--nnodes", str(len(cluster.nodes)), "--node-rank", node_rank, "--master-addr", cluster.master_addr,
+                "--nnodes", str(len(cluster.nodes)), "--node-rank", node_rank, "--master-addr", "${MASTER_ADDR}",
                 "--master-port", str(d.master_port), "--distributed-executor-backend", "mp",
                 "-cc.mode=0", "-cc.cudagraph_mode=FULL_DECODE_ONLY",
                 "--gpu-memory-utilization", f"{d.gpu_memory_utilization:.2f}", "--distributed-timeout-seconds", str(d.distributed_timeout_s)]
@@ -81,12 +82,13 @@ def ray_serve_args(cluster: Cluster) -> list[str]:
     return kept
 
 
-def ray_start_args(cluster: Cluster, head: bool, node_ip: str) -> list[str]:
+def ray_start_args(cluster: Cluster, head: bool, node_ip: str, gcs_host: str = "${MASTER_ADDR}") -> list[str]:
     """`ray start` of one node, as run_cluster.sh builds it (--block: the container lives as long as Ray does), with the
-    ports the other nodes connect to pinned (deploy.ray)."""
+    ports the other nodes connect to pinned (deploy.ray); a worker joins the head's GCS at gcs_host (in the compose
+    file each node's MASTER_ADDR from its .env: Cluster.rendezvous_addr)."""
     r = cluster.deploy.ray
     role = (["--head", f"--node-ip-address={node_ip}", f"--port={r.port}"] if head
-            else [f"--address={cluster.master_addr}:{r.port}", f"--node-ip-address={node_ip}"])
+            else [f"--address={gcs_host}:{r.port}", f"--node-ip-address={node_ip}"])
     if head:
         role += ["--dashboard-host=127.0.0.1", f"--dashboard-port={r.dashboard_port}"] if r.dashboard else ["--include-dashboard=false"]
     gpus = [f"--num-gpus={r.num_gpus}"] if r.num_gpus is not None else []
@@ -135,7 +137,7 @@ def _environment(cluster: Cluster, extra: dict | None = None) -> dict:
     hcas = ",".join(l.rdma_device for l in head.links if l.rdma_device)
     return {
         "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "MODEL_ID": "${MODEL_ID}", "NODE_RANK": "${NODE_RANK}", "VLLM_HOST_IP": "${VLLM_HOST_IP}",
-        "MASTER_ADDR": cluster.master_addr, "NCCL_IB_HCA": f"={hcas}", "NCCL_IB_DISABLE": "0",
+        "MASTER_ADDR": "${MASTER_ADDR}", "NCCL_IB_HCA": f"={hcas}", "NCCL_IB_DISABLE": "0",
         "NCCL_IB_GID_INDEX": str(cluster.expect.roce_gid_index), "NCCL_IB_MERGE_NICS": "1", "NCCL_SOCKET_IFNAME": first,
         "NCCL_SOCKET_FAMILY": "AF_INET", "GLOO_SOCKET_IFNAME": first, "GLOO_SOCKET_FAMILY": "AF_INET", "GLOO_USE_LIBUV": "0",
         "TORCH_GLOO_USE_LIBUV": "0", "TP_SOCKET_IFNAME": first, "NCCL_NET_PLUGIN": "none", "NCCL_IB_ROCE_VERSION_NUM": "2",
@@ -183,7 +185,7 @@ def render(cluster: Cluster) -> str:
 def render_ray(cluster: Cluster) -> str:
     """NVIDIA's two-node playbook as one compose file: a Ray head on rank 0, a Ray worker on every other rank."""
     d = cluster.deploy
-    head_ip = cluster.master_addr
+    head_ip = cluster.head.links[0].ip
     first = cluster.head.links[0].netdev
     head_args = [a.replace(f"--node-ip-address={head_ip}", "--node-ip-address=${VLLM_HOST_IP}")
                  for a in ray_start_args(cluster, True, head_ip)]

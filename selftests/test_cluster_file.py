@@ -15,7 +15,7 @@ EXAMPLE = yaml.safe_load((REPO / "cluster.example.yaml").read_text())
 def test_example_is_the_seed_pair():
     c = load_cluster(REPO / "cluster.example.yaml")
     assert [n.name for n in c.nodes] == ["thinkstationpgx-30", "thinkstationpgx-32"]
-    assert c.head.name == "thinkstationpgx-30" and c.master_addr == "169.254.94.252"
+    assert c.head.name == "thinkstationpgx-30" and c.rendezvous_addr(c.head) == c.rendezvous_addr(c.nodes[1]) == "169.254.94.252"
     assert [str(l.address) for l in c.node("thinkstationpgx-32").links] == ["169.254.159.206/16", "192.168.101.11/24"]
     assert c.deploy.model_id == "Qwen/Qwen3.8-Flash-Next-FP8" and c.deploy.tensor_parallel_size == 2
     assert (c.deploy.api_port, c.deploy.master_port, c.deploy.max_model_len, c.deploy.max_num_seqs) == (20001, 29501, 262144, 8)

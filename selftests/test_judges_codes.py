@@ -435,7 +435,7 @@ def test_compose_setting_is_reported_on_the_sims_compose_config():
      "262144"),
     ("--served-model-name qwen3.8-flash-next ", "", "no --served-model-name", "--served-model-name qwen3.8-flash-next",
      "--served-model-name", "qwen3.8-flash-next"),
-    ("--master-addr 169.254.94.252", "--master-addr 192.168.101.10", "--master-addr 192.168.101.10",
+    ('--master-addr "${MASTER_ADDR}"', "--master-addr 192.168.101.10", "--master-addr 192.168.101.10",
      "--master-addr 169.254.94.252", "--master-addr", "169.254.94.252"),
 ])
 def test_compose_arg_is_reported(old, new, seen, expected, arg, value):

@@ -205,12 +205,12 @@ def test_each_rank_gets_its_own_nodes_environment():
     own = {0: {"NCCL_IB_HCA": "=rocep1s0f1", "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "HF_TOKEN": "secret", "NCCL_DEBUG": "WARN"},
            1: {"NCCL_IB_HCA": "=roceP2p1s0f1", "NCCL_SOCKET_IFNAME": "enP2p1s0f1np1"}}
     for rank, env in own.items():
-        command, shown = gather.collectives_command(cluster, rank, env)
+        command, shown = gather.collectives_command(cluster, cluster.by_rank()[rank], env)
         encoded = re.search(r"echo (\S+) \| base64 -d \| timeout \d+ docker run ", command)[1]
         assert base64.b64decode(encoded).decode() == canary.source("collectives")
         assert f"-e NCCL_IB_HCA={env['NCCL_IB_HCA']} " in shown and f"-e NCCL_SOCKET_IFNAME={env['NCCL_SOCKET_IFNAME']} " in shown
         assert "HF_TOKEN" not in command and "secret" not in command  # only what steers NCCL, Gloo and the library
-        assert f"--rank {rank} --world {len(cluster.nodes)} --master {cluster.master_addr} " in shown
+        assert f"--rank {rank} --world {len(cluster.nodes)} --master {cluster.rendezvous_addr(cluster.head)} " in shown
         assert "--network host --ipc host --ulimit memlock=-1" in shown
 
 

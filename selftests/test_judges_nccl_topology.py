@@ -159,6 +159,35 @@ def test_a_ring_of_four_reaches_its_far_node_by_its_management_address():
     assert far[3] == f"{c.by_rank()[2].address}:1" and "NCCL_SOCKET_IFNAME=enP7s7" in far  # its service's interface
 
 
+@pytest.mark.parametrize("n", [3, 4])
+def test_every_rank_of_a_ring_meets_rank_0_at_the_address_it_reaches_it_by(n):
+    """A ring neighbour meets rank 0 on its own cable's subnet, a far node (a ring of four's) at rank 0's management
+    address; the same address reaches the canary's store, the compose file's MASTER_ADDR and --master-addr (each
+    node's .env), and Ray's GCS."""
+    from gb10check.gather import collectives_command
+
+    c = cluster(n, "ring")
+    head = c.head
+    for node in c.by_rank():
+        shared = {l.address.network for l in node.links}
+        want = next((l.ip for l in head.links if l.address.network in shared), head.address) if node is not head \
+            else head.links[0].ip
+        assert c.rendezvous_addr(node) == want
+        _, shown = collectives_command(c, node, {})
+        assert f"--rank {node.rank} --world {n} --master {want} " in shown
+        assert f"MASTER_ADDR={want}\n" in compose.env_file(c, node)
+    ring = c.by_rank()
+    assert c.rendezvous_addr(ring[1]) != c.rendezvous_addr(ring[-1])  # the two neighbours meet rank 0 on two cables
+    if n == 4:
+        assert c.rendezvous_addr(ring[2]) == head.address
+    text = compose.render(c)
+    for node in ring:
+        env = compose.parse_env(compose.env_file(c, node))
+        svc = compose.interpolate(compose.vllm_service(yaml.safe_load(text))[1], env)
+        assert svc["environment"]["MASTER_ADDR"] == c.rendezvous_addr(node)
+        assert f'--master-addr "{c.rendezvous_addr(node)}" ' in svc["command"][0]
+
+
 def test_one_link_pair_runs_from_its_first_end_with_one_hca_and_interface_each():
     c = cluster(3, "ring")
     lp = c.link_pairs()[1]

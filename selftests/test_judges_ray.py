@@ -91,7 +91,8 @@ def test_rendered_ray_stack_passes(name):
 def test_rendered_ray_commands():
     svc = yaml.safe_load(compose.render(CLUSTER))["services"]["ray"]
     head = dry_run(compose.interpolate(svc, {"NODE_RANK": "0", "VLLM_HOST_IP": "169.254.94.252", "MODEL_ID": "m"}), "ray")
-    worker = dry_run(compose.interpolate(svc, {"NODE_RANK": "1", "VLLM_HOST_IP": "169.254.159.206", "MODEL_ID": "m"}), "ray")
+    worker = dry_run(compose.interpolate(svc, {"NODE_RANK": "1", "VLLM_HOST_IP": "169.254.159.206", "MODEL_ID": "m",
+                                               "MASTER_ADDR": "169.254.94.252"}), "ray")
     ports = ["--node-manager-port=6700", "--object-manager-port=6701", "--runtime-env-agent-port=6702",
              "--dashboard-agent-grpc-port=6703", "--dashboard-agent-listen-port=52365", "--metrics-export-port=6704",
              "--min-worker-port=10002", "--max-worker-port=10101", "--disable-usage-stats"]
@@ -143,8 +144,8 @@ def test_compose_ray_role_is_reported():
 def test_ray_start_args_are_linted():
     text = compose.render(CLUSTER)
     # A worker without --node-ip-address (Ray picks the LAN or Wi-Fi address) and Ray's random node manager port.
-    broken = text.replace('--address=169.254.94.252:6379 \\"--node-ip-address=${VLLM_HOST_IP}\\" --node-manager-port=6700',
-                          "--address=169.254.94.252:6379")
+    broken = text.replace('\\"--address=${MASTER_ADDR}:6379\\" \\"--node-ip-address=${VLLM_HOST_IP}\\" --node-manager-port=6700',
+                          '\\"--address=${MASTER_ADDR}:6379\\"')
     assert broken != text
     found = lint(broken, B)
     assert [(f.code, f.params["arg"]) for f in found] == [(Code.COMPOSE_ARG, "--node-ip-address"),

@@ -114,7 +114,7 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
         bad(Code.COMPOSE_HEADLESS, f"rank {node.rank} starts `vllm {' '.join(args[:2])} ...` without --headless",
             "--headless on every rank but 0")
     d = cluster.deploy
-    expected = {**({"--node-rank": str(node.rank)} if rank_from_env else {}), "--nnodes": str(len(cluster.nodes)), "--master-addr": cluster.master_addr,
+    expected = {**({"--node-rank": str(node.rank)} if rank_from_env else {}), "--nnodes": str(len(cluster.nodes)), "--master-addr": cluster.rendezvous_addr(node),
                 "--master-port": str(d.master_port), "--tensor-parallel-size": str(d.tensor_parallel_size),
                 "--max-model-len": str(d.max_model_len), "--served-model-name": d.served_model_name}
     if node.rank == 0:
@@ -170,9 +170,10 @@ def _judge_env_vars(cluster: Cluster, node: Node, service: str, env: dict[str, s
         if env.get(var) != want:
             f.append(Finding(Code.COMPOSE_ENV, where, f"{var}={env.get(var)}", f"{var}={want} (Gloo/NCCL on IPv4, libuv off; "
                              "seed: stuck on IPv6 / Gloo timeout otherwise)", var=var, value=want))
-    if env.get("MASTER_ADDR") not in (None, cluster.master_addr):
-        f.append(Finding(Code.COMPOSE_ENV, where, f"MASTER_ADDR={env['MASTER_ADDR']}", f"rank 0's address {cluster.master_addr}",
-                         var="MASTER_ADDR", value=cluster.master_addr))
+    rendezvous = cluster.rendezvous_addr(node)
+    if env.get("MASTER_ADDR") not in (None, rendezvous):
+        f.append(Finding(Code.COMPOSE_ENV, where, f"MASTER_ADDR={env['MASTER_ADDR']}", f"rank 0's address as {node.name} "
+                         f"reaches it, {rendezvous}", var="MASTER_ADDR", value=rendezvous))
     return f
 
 
@@ -186,6 +187,10 @@ def judge_env_file(cluster: Cluster, node: Node, env: dict[str, str]) -> list[Fi
     if env.get("VLLM_HOST_IP") not in {l.ip for l in node.links}:
         f.append(Finding(Code.ENV_FILE, node.name, f"VLLM_HOST_IP={env.get('VLLM_HOST_IP')}", f"this node's own address "
                          f"{node.links[0].ip}", var="VLLM_HOST_IP", value=node.links[0].ip))
+    rendezvous = cluster.rendezvous_addr(node)
+    if env.get("MASTER_ADDR", rendezvous) != rendezvous:
+        f.append(Finding(Code.ENV_FILE, node.name, f"MASTER_ADDR={env['MASTER_ADDR']}", f"rank 0's address as {node.name} "
+                         f"reaches it, {rendezvous}", var="MASTER_ADDR", value=rendezvous))
     if env.get("MODEL_ID") != cluster.deploy.model_id:
         f.append(Finding(Code.ENV_FILE, node.name, f"MODEL_ID={env.get('MODEL_ID')}", f"MODEL_ID={cluster.deploy.model_id} "
                          "(the same on every node)", var="MODEL_ID", value=cluster.deploy.model_id))

@@ -30,8 +30,9 @@ def gpus_needed(cluster: Cluster) -> int:
     return cluster.deploy.tensor_parallel_size
 
 
-def gcs_address(cluster: Cluster) -> str:
-    return f"{cluster.master_addr}:{cluster.deploy.ray.port}"
+def gcs_address(cluster: Cluster, node: Node) -> str:
+    """The head's GCS as `node` reaches it."""
+    return f"{cluster.rendezvous_addr(node)}:{cluster.deploy.ray.port}"
 
 
 # ---- the image ---------------------------------------------------------------------------------
@@ -74,7 +75,7 @@ def judge_start_args(cluster: Cluster, node: Node, where: str, args: list[str] |
         f.append(Finding(code, where, seen, expected, node=node.name, **kw))
 
     r = cluster.deploy.ray
-    gcs = gcs_address(cluster)
+    gcs = gcs_address(cluster, node)
     if args is None or not args or args[0] != "start":
         bad(Code.COMPOSE_NO_VLLM, "the command never runs `ray start` (dry run with a stub ray)", "ray start --block ...")
         return f
@@ -203,7 +204,7 @@ def judge_status(cluster: Cluster, head: str, status: RayStatus) -> list[Finding
     n = len(cluster.nodes)
     if status.nodes < n:
         f.append(Finding(Code.RAY_NODE_MISSING, head, f"ray status: {status.nodes} active node(s)",
-                         f"{n} (one per node of the cluster file)", gcs=gcs_address(cluster)))
+                         f"{n} (one per node of the cluster file)", gcs=gcs_address(cluster, cluster.head)))
     gpus, need = status.total("GPU"), gpus_needed(cluster)
     if gpus is None or gpus < need:
         f.append(Finding(Code.RAY_GPUS, head, f"ray status: {gpus if gpus is not None else 'no'} GPU in the cluster",
@@ -249,7 +250,7 @@ def judge_node(cluster: Cluster, node: Node, ray_nodes: list[RayNode]) -> list[F
         if strays:
             seen += "; alive at other addresses: " + ", ".join(f"{r.address} (host {r.hostname or '?'})" for r in strays)
         return [Finding(Code.RAY_NODE_MISSING, node.name, seen, f"a Ray {'head' if node.rank == 0 else 'worker'} at {want}",
-                        gcs=gcs_address(cluster))]
+                        gcs=gcs_address(cluster, node))]
     if at_qsfp.gpus < 1:
         return [Finding(Code.RAY_GPUS, node.name, f"the Ray node at {at_qsfp.address} has {at_qsfp.gpus:g} GPU",
                         "1 GPU (the GB10's)", gpus=gpus_needed(cluster))]

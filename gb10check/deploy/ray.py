@@ -56,7 +56,7 @@ def readiness(cluster: Cluster, ray_nodes: list[RayNode] | None) -> Readiness:
     """Where the Ray cluster stands, from rank 0's node list (None: it could not be read yet, e.g. the GCS not up)."""
     if ray_nodes is None:
         return Readiness(False, waiting=[Finding(Code.RAY_NODE_MISSING, cluster.head.name, "no node list from rank 0's Ray yet",
-                                                 "the Ray head up", gcs=ray_checks.gcs_address(cluster))])
+                                                 "the Ray head up", gcs=ray_checks.gcs_address(cluster, cluster.head))])
     found = [f for node in cluster.by_rank() for f in ray_checks.judge_node(cluster, node, ray_nodes)]
     fatal = [f for f in found if f.code in FATAL]
     return Readiness(not found, fatal, [f for f in found if f.code not in FATAL])
@@ -90,7 +90,8 @@ class RayLauncher(ComposeLauncher):
 
     def rank_command(self, node: str) -> str:
         spec = self.cluster.node(node)
-        return "ray " + " ".join(compose.ray_start_args(self.cluster, spec.rank == 0, spec.links[0].ip))
+        return "ray " + " ".join(compose.ray_start_args(self.cluster, spec.rank == 0, spec.links[0].ip,
+                                                            self.cluster.rendezvous_addr(spec)))
 
     def start(self, node: str) -> str:
         command = self.rank_command(node)

@@ -355,13 +355,13 @@ COLLECTIVES_TIMEOUT_S = 300
 RANK_ENV = re.compile(r"^(?:NCCL_\w+|GLOO_\w+|TP_SOCKET_IFNAME|UCX_\w+|TORCH_NCCL_\w+|CUDA_VISIBLE_DEVICES|LD_PRELOAD|LD_LIBRARY_PATH)$")
 
 
-def collectives_command(cluster: Cluster, rank: int, env: dict[str, str]) -> tuple[str, str]:
+def collectives_command(cluster: Cluster, node, env: dict[str, str]) -> tuple[str, str]:
     """(command, what to show) of one rank of the collectives canary: the image started as the service starts it (host
     network and IPC, the RDMA devices and unlimited memlock where the deployment maps them) with the NCCL/Gloo variables
-    of THIS node's service."""
+    of THIS node's service, meeting rank 0 at the address this node reaches it by (Cluster.rendezvous_addr)."""
     d = cluster.deploy
     own = {k: v for k, v in sorted(env.items()) if RANK_ENV.match(k)}
-    args = ("-", "--rank", str(rank), "--world", str(len(cluster.nodes)), "--master", cluster.master_addr,
+    args = ("-", "--rank", str(node.rank), "--world", str(len(cluster.nodes)), "--master", cluster.rendezvous_addr(node),
             "--port", str(COLLECTIVES_PORT), "--timeout", "120")
     tail = " ".join(shlex.quote(a) for a in args)
     encoded = base64.b64encode(canary.source("collectives").encode()).decode()
@@ -383,7 +383,7 @@ def nccl_collectives(head: RemoteNode, environments: dict[str, dict[str, str]]) 
     with its own node's service environment (environments: node name -> that node's interpolated service environment)."""
     cluster = head.fleet.cluster
     commands, shown = {}, {}
-    for rank, node in enumerate(cluster.by_rank()):
-        commands[node.name], shown[node.name] = collectives_command(cluster, rank, environments.get(node.name, {}))
+    for node in cluster.by_rank():
+        commands[node.name], shown[node.name] = collectives_command(cluster, node, environments.get(node.name, {}))
     got = head.fleet.at_once(commands, COLLECTIVES_TIMEOUT_S + 30)
     return {name: (shown[name], out) for name, out in got.items()}

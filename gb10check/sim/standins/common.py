@@ -39,6 +39,19 @@ def ipv4_of(netdev: str) -> list[str]:
         return []
 
 
+def ipv4_networks_of(netdev: str) -> list[str]:
+    """The subnets (`169.254.10.0/24`) of the netdev's IPv4 addresses."""
+    import ipaddress
+    import subprocess
+
+    try:
+        out = subprocess.run(["ip", "-j", "-4", "addr", "show", "dev", netdev], capture_output=True, text=True, timeout=5).stdout
+        return [str(ipaddress.ip_interface(f"{a['local']}/{a['prefixlen']}").network)
+                for i in json.loads(out or "[]") for a in i.get("addr_info", [])]
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired):
+        return []
+
+
 def devices(s: dict) -> list[tuple[str, str, dict]]:
     """(rdma device, netdev, link state) in the order the node lists them."""
     return [(link["rdma_device"], netdev, link) for netdev, link in s["links"].items()]

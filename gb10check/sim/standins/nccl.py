@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from .common import devices, ipv4_of, link_up, roce_v2_ipv4_index, state
+from .common import devices, ipv4_networks_of, ipv4_of, link_up, roce_v2_ipv4_index, state
 
 
 SOCKET_BUSBW_GBPS = 20.0  # what a socket fallback over the 200G link gives, about 2.5 GB/s
@@ -175,15 +175,23 @@ def _say(kind: str, **fields) -> None:
     print(f"{CANARY_MARK}{kind} {json.dumps(fields, sort_keys=True)}", flush=True)
 
 
+class StoreTimeout(Exception):
+    """Rank 0's store waited its timeout for the other ranks (torch's DistStoreError)."""
+
+
 def _rendezvous(rank: int, world: int, master: str, port: int, timeout: float, mine: dict) -> list[dict]:
     """Every rank's view, through a real TCP connection to rank 0 (as torch's TCP store): rank 0 gathers, then answers."""
     if rank == 0:
-        server = socket.create_server((master, port))
+        server = socket.create_server(("", port))  # torch's TCP store listens on every address of rank 0's node
         server.settimeout(timeout)
         views, peers = [mine], []
         try:
             while len(views) < world:
-                conn, _ = server.accept()
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    raise StoreTimeout(f"DistStoreError: Timed out after {timeout:g} seconds waiting for clients. "
+                                       f"{len(views)}/{world} clients joined.") from None
                 conn.settimeout(timeout)
                 views.append(json.loads(conn.makefile().readline()))
                 peers.append(conn)
@@ -227,12 +235,17 @@ def collectives(args: list[str]) -> int:
     active = {dev for dev, netdev, _ in devices(s) if link_up(netdev)}
     gid = env.get("NCCL_IB_GID_INDEX")
     ib = bool(hcas) and set(hcas) <= active and (gid is None or gid == str(roce_v2_ipv4_index(s.get("gid_layout", "standard"))))
+    netdev_of = {dev: netdev for dev, netdev, _ in devices(s)}
+    subnets = [ipv4_networks_of(netdev_of[h]) if h in netdev_of else [] for h in hcas]  # per NET/IB index
     mine = {"rank": rank, "ib": ib, "busbw_gbps": s.get("nccl_busbw_gbps", 183.7), "wrong": s.get("nccl_wrong", 0),
-            "latency_us": s.get("nccl_small_latency_us", IB_SMALL_LATENCY_US)}
+            "latency_us": s.get("nccl_small_latency_us", IB_SMALL_LATENCY_US), "subnets": subnets}
     pid = 4242 + rank
     prefix = f"{me}:{pid}:{pid} [0] NCCL INFO "
     try:
         views = _rendezvous(rank, world, master, port, timeout, mine)
+    except StoreTimeout as exc:
+        _say("-error", rank=rank, error=str(exc))
+        return 1
     except (OSError, ValueError) as exc:
         print(f"{me}:{pid}:{pid} [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to {master}<{port}> failed : {exc}")
         _say("-error", rank=rank, error=f"DistNetworkError: failed to reach rank 0 at {master}:{port}: {exc}")
@@ -249,10 +262,21 @@ def collectives(args: list[str]) -> int:
     print(prefix + f"NET/Socket : Using [0]{ifname}:{ip}<0>")
     print(prefix + f"Using network {'IB' if ib else 'Socket'}")
     nets = max(1, len(hcas)) if every_ib else 1
+    aware = env.get("NCCL_IB_SUBNET_AWARE_ROUTING") == "1"
+
+    def device(ch: int, peer: dict) -> int:
+        """Channel ch's NET/IB index towards peer: with subnet-aware routing the ch-th of this rank's devices on a subnet
+        the peer also has; without it (stock NCCL) the ch-th device whatever it reaches."""
+        theirs = {net for nets_ in peer.get("subnets", []) for net in nets_}
+        shared = [i for i, own in enumerate(subnets) if theirs & set(own)]
+        return shared[ch % len(shared)] if aware and shared else ch % nets
+
     for ch in range(2):
-        via = f"NET/IB/{ch % nets}" if every_ib else "NET/Socket/0"
-        print(prefix + f"Channel {ch:02d}/0 : {(rank - 1) % world}[0] -> {rank}[0] [receive] via {via}")
-        print(prefix + f"Channel {ch:02d}/0 : {rank}[0] -> {(rank + 1) % world}[0] [send] via {via}")
+        prev, nxt = views[(rank - 1) % world], views[(rank + 1) % world]
+        via_in = f"NET/IB/{device(ch, prev)}" if every_ib else "NET/Socket/0"
+        via_out = f"NET/IB/{device(ch, nxt)}" if every_ib else "NET/Socket/0"
+        print(prefix + f"Channel {ch:02d}/0 : {(rank - 1) % world}[0] -> {rank}[0] [receive] via {via_in}")
+        print(prefix + f"Channel {ch:02d}/0 : {rank}[0] -> {(rank + 1) % world}[0] [send] via {via_out}")
     busbw = min(v["busbw_gbps"] for v in views) if every_ib else SOCKET_BUSBW_GBPS
     latency = max(v["latency_us"] for v in views) if every_ib else SOCKET_SMALL_LATENCY_US
     wrong = sum(v["wrong"] for v in views)
