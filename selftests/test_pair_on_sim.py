@@ -326,8 +326,48 @@ def test_follower_container_killed_is_named_with_its_log(pair):
     assert launcher.exit_code(B) is not None
 
 
+SWEEP = "tests/serving/test_sweep.py::test_concurrency_sweep"
+RUNNING = re.compile(r"^vllm:num_requests_running\{[^}]*\} (\d+(?:\.\d+)?)$", re.M)
+# rank 0's tensor-parallel worker, by the process title vLLM gives it, killed from inside its container
+KILL_RANK0_WORKER = ("docker exec gb10-vllm sh -c 'for p in /proc/[0-9]*; do case \"$(tr \"\\0\" \" \" < $p/cmdline 2>/dev/null)\" "
+                     "in VLLM::Worker*) kill -9 ${p#/proc/};; esac; done'")
+
+
+def test_a_sweep_level_that_kills_a_rank_is_named(pair):
+    """Rank 0's worker killed as soon as two requests run at once (an engine that dies only at some batch sizes): the
+    sweep passes level 1, fails level 2 naming it, and leaves the levels above it unrun."""
+    pair.deployed()
+    cluster = load_cluster(pair.path)
+    api = api_of(cluster, timeout_s=10)
+    stop, killed = threading.Event(), []
+
+    def kill_at_two_running():
+        while not stop.is_set():
+            try:
+                m = RUNNING.search(api.get("/metrics", root=True, timeout_s=5).text or "")
+            except Exception:  # noqa: BLE001 - the server between requests; poll again
+                m = None
+            if m and float(m[1]) >= 2:
+                killed.append(control.node_exec(A, KILL_RANK0_WORKER, check=False).returncode)
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=kill_at_two_running, daemon=True)
+    watcher.start()
+    try:
+        run = run_suite(pair.path, "-m", "serving", "-k", "test_concurrency_sweep", timeout=600)
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert killed, "two requests never ran at once"
+    text = failure(run, SWEEP)
+    assert re.search(rf"\[sweep-level\] {A}: saw level 2 \(2 streams at once\): \d+ problems?: ", text), text
+    assert re.search(rf"sweep output_tok_s\s+{A} 1 stream\s+\d+\.\d\d tok/s", run.stdout), run.stdout[-2000:]
+    assert "| 4 | not run (a lower level failed) |" in run.stdout, run.stdout[-3000:]
+
+
 def test_down_takes_every_rank_away_and_is_idempotent(pair):
-    """On what the last fault left (the follower's container killed): scripts/down's order, nothing left, and again."""
+    """On what the last fault left (rank 0's worker killed by the sweep's fault): scripts/down's order, nothing left, and again."""
     out = script("down", f"--cluster={pair.path}")
     assert out.returncode == 0 and out.stdout.splitlines() == [f"{B}: down", f"{A}: down"], out.stdout + out.stderr
     for n in (A, B):
