@@ -228,7 +228,8 @@ def tick(path: Path, history_file: Path) -> tuple[int, dict, str]:
 
 def test_watch_ticks_and_names_the_paused_follower_within_one_tick(pair, tmp_path):
     """A tick against the deployed pair passes with one request; the follower's container frozen (`docker pause`), the
-    next tick fails naming rank 1 and why; unpaused, the pair answers again; every tick's rows read back."""
+    next tick fails naming rank 1 and why; unpaused, the pair answers again; its memory squeezed, the next tick names
+    the node; every tick's rows read back."""
     pair.deployed()
     hist = tmp_path / "history.sqlite"
     before = served_requests(pair.path)
@@ -251,10 +252,25 @@ def test_watch_ticks_and_names_the_paused_follower_within_one_tick(pair, tmp_pat
     assert re.search(rf"\[rank-stopped\] {B}: saw rank 1 stopped \(the watch's request: .*\): its container is paused", said2)
     status3, line3, said3 = tick(pair.cluster_file(), hist)  # the pair serves again once unpaused
     assert status3 == 0, said3
+    # A memory squeeze on the follower: its floor 3 GiB under what it has, then 6 GiB more taken (as its unified memory
+    # is rendered): the next tick names the node and its MemAvailable.
+    have = line3["figures"][f"watch mem available {B}"]
+    squeezed = pair.cluster_file(watch={"min_mem_available": round(have - 3.0, 2)})
+    scenarios.change_state(B, {"extra_used_kb": 6 * 1024 * 1024})
+    try:
+        status4, line4, said4 = tick(squeezed, hist)
+    finally:
+        scenarios.change_state(B, {"extra_used_kb": 0})
+        pair.cluster_file()
+    assert status4 == 1 and line4["outcomes"][f"watch::memory[{B}]"] == "failed", said4 + json.dumps(line4)
+    floor = re.escape(f"{round(have - 3.0, 2):g}")
+    assert re.search(rf"\[watch-memory\] {B}: saw MemAvailable \d+\.\d GiB; expected >= {floor} GiB", said4), said4
+    assert line4["outcomes"]["watch::ranks"] == "passed"  # a squeeze is not a stopped rank
     store = history.History.open(hist)
     try:
         runs = store.runs(load_cluster(pair.path).name)
-        assert [r.id for r in runs] == [line3["run"], line2["run"], line["run"]] and [r.green for r in runs] == [True, False, True]
+        assert [r.id for r in runs] == [line4["run"], line3["run"], line2["run"], line["run"]]
+        assert [r.green for r in runs] == [False, True, False, True]
         shown = store.show(line2["run"])
         assert shown.stages == ["watch"] and {f["code"] for f in shown.findings} >= {"rank-stopped", "watch-no-answer"}
         assert ("watch mem available", B) in {(w, where) for w, where, _, _ in shown.figures}
