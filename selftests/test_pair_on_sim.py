@@ -4,13 +4,15 @@ logged override); the helper scripts in `scripts/` run as a user runs them betwe
 nothing more to change; `scripts/deploy` brings up the real two-node vLLM (TP=2 over the simulated
 enp1s0f0np0, rank 0 first, rank 1 headless, docker compose in each node); `pytest -m serving` passes against it (the concurrency sweep and
 the ranks' traffic on the links only among its checks); the follower's management port taken down for 45 s during
-generation does not stop serving; `pytest -m soak` passes the sustained load, the long-context request and a two-depth sweep on it; under each fault injected
+generation does not stop serving; a rank-like connection over the management network fails the fabric check both
+ways; `pytest -m soak` passes the sustained load, the long-context request and a two-depth sweep on it; under each fault injected
 mid-soak the soak fails with the cause named, within the stall limit plus a few seconds (a fault that ends the
 deployment is followed by a fresh one, made by the deploy's own code); `gb10check watch` ticks against the deployment,
 names the follower frozen by `docker pause` within one tick, and its ticks read back from the history; `scripts/down`
 takes away what the last fault left. The soak runs as a user runs it (a pytest process against the cluster file); the faults: a rank's real processes
 stopped (SIGSTOP), the follower's real container killed, a cluster file whose max_model_len is larger than the
-server's, and 6 GiB of the follower's memory (as the sim renders it) taken at once. (test_deploy_run.py holds the
+server's, and 6 GiB of the follower's memory (as the sim renders it) taken at once; then a sweep whose second level
+kills rank 0's worker. (test_deploy_run.py holds the
 deploy's own faults.)
 """
 
@@ -192,6 +194,44 @@ def test_management_link_down_on_the_follower_and_serving_goes_on(pair):
     assert api.get("/health", root=True).status == 200
     for n in (A, B):  # both ranks still running, asked from inside each node
         assert control.node_exec(n, "docker inspect -f '{{.State.Running}}' gb10-vllm").stdout.strip() == "true"
+
+
+PROBE_PORT = 29599  # a rank-like connection's port, allowed on the management network for this test only
+PROBE = "gb10check-mgmt-probe"  # in the probe processes' command lines, to find them again
+
+
+def test_a_rank_connection_on_the_management_network_fails_the_fabric_check(pair):
+    """A python3 in each rank's container connected over the management network (as Gloo or NCCL's bootstrap is when
+    bound to the default route), the firewall letting it through: the fabric check fails both directions, naming the
+    connection, its process and the variables that bind it; the probes gone, the deployment serves on."""
+    pair.deployed()
+    a_mgmt, b_mgmt = mgmt_ip(0), mgmt_ip(1)
+    rule = f"allow proto tcp from {b_mgmt} to any port {PROBE_PORT}"
+    control.node_exec(A, f"ufw {rule}")
+    control.node_exec(A, "docker exec -d gb10-vllm python3 -c 'import socket, time; tag = \"%s\"; "
+                         "s = socket.create_server((\"\", %d)); c, _ = s.accept(); time.sleep(300)'" % (PROBE, PROBE_PORT))
+    control.node_exec(B, "docker exec -d gb10-vllm python3 -c 'import socket, time; tag = \"%s\"; "
+                         "c = socket.create_connection((\"%s\", %d), timeout=10); time.sleep(300)'" % (PROBE, a_mgmt, PROBE_PORT))
+    try:
+        deadline = time.monotonic() + 20
+        while f"{a_mgmt}:{PROBE_PORT}" not in control.node_exec(B, "ss -tnH state established").stdout:
+            assert time.monotonic() < deadline, "the probe never connected"
+            time.sleep(0.5)
+        run = run_suite(pair.path, "-m", "serving", "-k", "test_traffic_between_nodes", timeout=300)
+    finally:
+        for n in (A, B):
+            control.node_exec(n, f"pkill -f '{PROBE[:-1]}[{PROBE[-1]}]'", check=False)  # never the shell running it
+        control.node_exec(A, f"ufw delete {rule}", check=False)
+    fabric = "tests/serving/test_fabric.py::test_traffic_between_nodes_on_the_links"
+    text = failure(run, f"{fabric}[{B}->{A}]")
+    assert re.search(rf"\[traffic-on-mgmt\] {B}->{A}: saw {re.escape(b_mgmt)}:\d+ -> {re.escape(a_mgmt)}:{PROBE_PORT} \({A}'s "
+                     rf"management address\), process python3 \(pid \d+\); expected connections between nodes on the links' "
+                     rf"addresses", text), text
+    assert "GLOO_SOCKET_IFNAME=" in text and "NCCL_SOCKET_IFNAME=" in text, text
+    text = failure(run, f"{fabric}[{A}->{B}]")
+    assert re.search(rf"\[traffic-on-mgmt\] {A}->{B}: saw {re.escape(a_mgmt)}:{PROBE_PORT} -> {re.escape(b_mgmt)}:\d+ \({B}'s "
+                     rf"management address\), process python3", text), text
+    assert api_of(load_cluster(pair.path), timeout_s=30).get("/health", root=True).status == 200
 
 
 def test_healthy_soak_long_context_and_depth_sweep_pass(pair):

@@ -72,12 +72,11 @@ NOT_SPEED = "not test_decode_throughput and not test_concurrency and not test_tr
 # This server runs on the head alone: no connection between nodes to judge. test_traffic_between_nodes_on_the_links is
 # proven on the deployed pair (test_pair_on_sim).
 NOT_BETWEEN_NODES = "not test_traffic_between_nodes"
-# The engine's scenario changes what the engine runs, not what it answers: its run asks for the engine check and two
-# quick ones.
 # The healthy server leaves out the concurrency check and the sweep: both run on the deployed pair
 # (test_pair_on_sim.test_serving_passes_on_the_deployment, which asserts every level of the sweep); the decode floor,
-# which the pair leaves out, runs here.
-ONLY = {"healthy": "not test_concurrency and not test_traffic_between_nodes",
+# which the pair leaves out, runs here. The engine's scenario changes what the engine runs, not what it answers: its
+# run asks for the engine check and two quick ones.
+ONLY = {"healthy": f"not test_concurrency and {NOT_BETWEEN_NODES}",
         "server-throttled": "test_decode_throughput or test_health or test_model_registered",
         "reasoning-parser-off": NOT_SPEED, "tool-parser-off": NOT_SPEED,
         "engine-unexpected": "test_engine_config or test_health or test_model_registered"}

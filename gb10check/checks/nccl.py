@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 
 from ..cluster import Expect
-from ..facts.collectives import CollectiveRun
+from ..facts.collectives import CollectiveRun, error_summary
 from ..facts.nccl import NcclTest
 from ..remedies import Code
 from ..verdict import Finding
@@ -92,21 +92,10 @@ def _failed_rank(r: RankRun) -> str | None:
     if run is None:
         lines = [l for l in r.output.splitlines() if l.strip()]
         return f"exit {r.rc}: {' | '.join(lines[-2:])[:300] or 'no output'}"
-    why = _error_line(run.error) if run.error else (f"exit {r.rc}" if r.rc != 0 else "the run stopped before its last line")
+    why = error_summary(run.error) if run.error else (f"exit {r.rc}" if r.rc != 0 else "the run stopped before its last line")
     warn = next(iter(run.warnings), None)
     said = f" (NCCL WARN {warn[:200]})" if warn and warn not in why else ""
     return f"{why}{said} after {len(run.rows)} result line(s)"
-
-
-def _error_line(error: str) -> str:
-    """torch's NCCL error in one line: NCCL's result code and its last error (`ncclInvalidUsage: Duplicate GPU
-    detected ...`); any other error's first line."""
-    lines = [l.strip() for l in error.splitlines() if l.strip()]
-    code = next((l.split(":")[0] for l in lines if re.match(r"nccl[A-Z]\w*:", l)), None)
-    last = next((lines[i + 1] for i, l in enumerate(lines[:-1]) if l == "Last error:"), None)
-    if code and last:
-        return f"{code}: {last}"[:300]
-    return lines[0][:300] if lines else "an empty error"
 
 
 def _subnet(r: RankRun, hca: str | None) -> str | None:

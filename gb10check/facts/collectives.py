@@ -164,3 +164,14 @@ def parse(text: str) -> CollectiveRun:
             raise ParseError("nccl_collectives", f"each collective and size once ({r.op} {r.size} twice)", text)
         seen.add((r.op, r.size))
     return run
+
+
+def error_summary(error: str) -> str:
+    """torch's NCCL error in one line: NCCL's result code and its last error (`ncclInvalidUsage: Duplicate GPU
+    detected ...`); any other error's first line."""
+    lines = [l.strip() for l in error.splitlines() if l.strip()]
+    code = next((l.split(":")[0] for l in lines if re.match(r"nccl[A-Z]\w*:", l)), None)
+    last = next((lines[i + 1] for i, l in enumerate(lines[:-1]) if l == "Last error:"), None)
+    if code and last:
+        return f"{code}: {last}"[:300]
+    return lines[0][:300] if lines else "an empty error"
