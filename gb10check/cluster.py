@@ -714,6 +714,13 @@ class Cluster(Strict):
         link = next((l for l in node.links if l.address.network in nets), None)
         return (link.ip, link) if link is not None else (node.address, None)
 
+    @property
+    def history_name(self) -> str:
+        """The cluster as the run history keeps it: its name and its nodes in rank order (`gb10[spark-a+spark-b]`), so a
+        baseline, a trend and the last green run are always of the same machines, never of another cluster under the
+        same (or the default) name."""
+        return f"{self.name}[{'+'.join(n.name for n in self.by_rank())}]"
+
     def rendezvous_addr(self, node: Node) -> str:
         """The address of rank 0 that `node` rendezvous with (MASTER_ADDR, --master-addr, the canary's store, Ray's GCS):
         rank 0's own first link for rank 0; else rank 0's address on a subnet one of the node's links shares (a pair, a

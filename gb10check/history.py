@@ -170,8 +170,10 @@ class History:
     # ---- reading ----
 
     def runs(self, cluster: str | None = None, limit: int = 50) -> list[Recorded]:
-        """The newest runs first (of one cluster when named), without their rows."""
-        where, args = ("WHERE cluster = ?", (cluster,)) if cluster else ("", ())
+        """The newest runs first (of one cluster when named: its history name, `gb10[a+b]`, or its name alone for
+        every node set it had), without their rows."""
+        where, args = ("WHERE cluster = ? OR substr(cluster, 1, ?) = ?", (cluster, len(cluster) + 1, cluster + "[")) \
+            if cluster else ("", ())
         rows = self.db.execute(f"SELECT * FROM runs {where} ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
         return [_run(r) for r in rows]
 

@@ -588,14 +588,14 @@ class Recorder:
                 self.history_path = None
                 self.history_note = f"gb10check history: not recorded: {exc}"
         if self.history is not None and not replaying(config):
-            run.past = self.past = history.against(self.history, run.cluster, run.versions, run.measured,
+            run.past = self.past = history.against(self.history, cluster.history_name, run.versions, run.measured,
                                                    cluster.expect.max_drop_from_baseline)
             run.warnings += [d.text for d in run.past.drops]
         if config.getoption("--report-dir"):
             self.report_files = write(run, Path(config.getoption("--report-dir")))
         if self.history is not None and not replaying(config):
             self.recorded_run = self.history.record(
-                started=run.started, cluster=run.cluster, cluster_file=run.cluster_file, cluster_sha256=run.cluster_sha256,
+                started=run.started, cluster=cluster.history_name, cluster_file=run.cluster_file, cluster_sha256=run.cluster_sha256,
                 outcomes=run.outcomes, stages=run.stages, complete_stages=run.complete_stages, findings=run.findings,
                 measured=run.measured, versions=run.versions)
         if config.getoption("--metrics-file"):

@@ -275,7 +275,7 @@ def tick(cluster: Cluster, cluster_file: Path, store: hist.History | None, metri
     from .stage import file_hash
 
     nodes = {n.name: RemoteNode(n, cluster.ssh) for n in cluster.by_rank()}
-    last = last_tick(store, cluster.name)
+    last = last_tick(store, cluster.history_name)
     try:
         seen = look_and_ask(cluster, nodes, api_of(cluster, timeout_s=cluster.watch.ttft_budget_s + READ_GRACE_S))
         seen.logs = logs_since(cluster, nodes, seen.rank_looks, last)
@@ -287,7 +287,7 @@ def tick(cluster: Cluster, cluster_file: Path, store: hist.History | None, metri
     findings = {name: [f.as_dict() for f in found] for name, found in checks.items()}
     run_id = None
     if store is not None:
-        run_id = store.record(started=seen.at, cluster=cluster.name, cluster_file=str(cluster_file.resolve()),
+        run_id = store.record(started=seen.at, cluster=cluster.history_name, cluster_file=str(cluster_file.resolve()),
                               cluster_sha256=file_hash(cluster_file), outcomes=outcomes, stages={t: STAGE for t in outcomes},
                               complete_stages=[STAGE], findings=findings, measured=figures, versions={})
     if metrics_file is not None:

@@ -71,15 +71,17 @@ def test_cabling_fails_exactly_the_moved_links(bed, topo, name):
         scenarios.apply(name)
     nodes = 3 if topo == "ring" else 4
     # The healthy cluster also runs nccl-tests over each of rank 0's link pairs alone (one HCA and interface at each end;
-    # the others are alike and cost CI a second each) and across every node, and the cabling's NCCL environment check
-    # (gb10check's compose file sets what each cabling needs).
+    # the others are alike and cost CI a second each) and across every node, the collectives canary (each rank meeting
+    # rank 0 on the cable they share: a ring's third node cannot reach rank 0's first link), and the cabling's NCCL
+    # environment check (gb10check's compose file sets what each cabling needs).
     nccl = ["tests/network/test_nccl.py", "tests/preflight/test_nccl_config.py", "-k",
-            f"test_cabling or test_nccl_all_gather or test_nccl_topology_env or (test_nccl_link_pair and {A})"
+            f"test_cabling or test_nccl_all_gather or test_nccl_collectives or test_nccl_topology_env or "
+            f"(test_nccl_link_pair and {A})"
             ] if name == "healthy" else []
     run = run_suite(cluster, "tests/network/test_cabling.py", *nccl)
     cabling = 12 if topo == "ring" else 8
     link_pairs = [k for k in run.results if "::test_nccl_link_pair[" in k]
-    assert len(run.results) == (cabling if not nccl else cabling + len(link_pairs) + 1 + nodes)
+    assert len(run.results) == (cabling if not nccl else cabling + len(link_pairs) + 2 + nodes)
     if nccl:  # rank 0's: the ring's 2 cables of two logical links; the switch's 3 peers on each of its 2 subnets
         assert len(link_pairs) == (4 if topo == "ring" else 6) and all(f"[{A}:" in k for k in link_pairs)
         assert f"all_gather_perf x{nodes}" in run.stdout and "all_gather_perf x2" in run.stdout

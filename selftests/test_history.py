@@ -134,6 +134,30 @@ def test_against_names_the_version_change_and_the_drop(tmp_path):
     assert [c.text for c in network.drops[0].changes] == [f"{A}: kernel 6.17.0-1008-nvidia -> 6.17.0-1014-nvidia"]
 
 
+def test_a_baseline_is_of_the_same_machines_never_another_cluster_of_the_same_name(tmp_path):
+    from gb10check.cluster import parse_cluster
+    from gb10check.sim import topology
+
+    def sim(n: int, kind: str | None):
+        nodes, cabling = topology.build(n, kind)
+        return parse_cluster(topology.cluster_yaml(nodes, "/tmp/x", topology=cabling))
+
+    pair, four = sim(2, None), sim(4, "switch")
+    assert pair.name == four.name and pair.history_name != four.history_name
+    assert pair.history_name == f"{pair.name}[{'+'.join(n.name for n in pair.by_rank())}]"
+    store = history.History.open(tmp_path / "h.sqlite")
+    for n in range(3):
+        store.record(**{**run_args(n), "cluster": pair.history_name})
+    # the four nodes' first run: no baseline, no last green run, no trend from the pair's runs
+    past = history.against(store, four.history_name, {A: {"kernel": "other"}}, [("ib_write_bw", LINK, 50.0, "Gb/s")], 0.10)
+    assert past.drops == [] and past.changes == [] and past.last_green is None
+    assert [t[3] for t in past.trends] in ([], [[50.0]])
+    store.record(**{**run_args(3), "cluster": four.history_name})
+    assert len(store.runs(pair.history_name)) == 3 and len(store.runs(four.history_name)) == 1
+    assert len(store.runs(pair.name)) == 4  # the name alone lists every node set it had
+    assert store.runs(pair.name[:-1]) == []  # a prefix of the name is another cluster
+
+
 def test_the_default_file_and_off(monkeypatch, tmp_path):
     monkeypatch.delenv("GB10CHECK_HISTORY", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
