@@ -58,6 +58,16 @@ def test_rendered_stack_passes(name):
     assert judge_env_file(CLUSTER, CLUSTER.node(name), our_env(CLUSTER.node(name))) == []
 
 
+def test_a_wrong_master_addr_in_the_env_file_names_the_node_and_the_address_it_reaches_rank_0_by():
+    node = CLUSTER.node("thinkstationpgx-32")
+    [f] = judge_env_file(CLUSTER, node, {**our_env(node), "MASTER_ADDR": "192.168.1.10"})
+    assert f.text == ("[env-file] thinkstationpgx-32: saw MASTER_ADDR=192.168.1.10; expected rank 0's address as "
+                      "thinkstationpgx-32 reaches it, 169.254.94.252\n"
+                      "  fix: set MASTER_ADDR=169.254.94.252 in thinkstationpgx-32's .env")
+    # an older .env without the line: the compose file's interpolation of it is the lint's to judge, not this check's
+    assert judge_env_file(CLUSTER, node, {k: v for k, v in our_env(node).items() if k != "MASTER_ADDR"}) == []
+
+
 def seed_compose() -> str:
     if not SEED.exists():
         pytest.skip(f"the field report is not at {SEED}")
