@@ -68,6 +68,17 @@ def test_a_wrong_master_addr_in_the_env_file_names_the_node_and_the_address_it_r
     assert judge_env_file(CLUSTER, node, {k: v for k, v in our_env(node).items() if k != "MASTER_ADDR"}) == []
 
 
+def test_a_wrong_master_addr_from_the_env_file_is_said_once_by_test_env_file():
+    """The compose file takes MASTER_ADDR (its environment and --master-addr) from the .env: the lint leaves the .env's
+    value to test_env_file; an address the compose file writes itself is still the lint's."""
+    wrong = lambda node: {**our_env(node), "MASTER_ADDR": "192.168.1.10"}  # noqa: E731
+    assert lint(compose.render(CLUSTER), wrong, "thinkstationpgx-32") == []
+    hardcoded = compose.render(CLUSTER).replace('MASTER_ADDR: ${MASTER_ADDR}', 'MASTER_ADDR: 192.168.1.10')
+    assert 'MASTER_ADDR: 192.168.1.10' in hardcoded
+    [f] = lint(hardcoded, our_env, "thinkstationpgx-32")
+    assert f.code == Code.COMPOSE_ENV and "MASTER_ADDR=192.168.1.10" in f.text, f.text
+
+
 def seed_compose() -> str:
     if not SEED.exists():
         pytest.skip(f"the field report is not at {SEED}")
