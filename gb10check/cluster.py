@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from dataclasses import dataclass
 
@@ -710,9 +710,14 @@ class Cluster(Strict):
         head = self.head
         if node.name == head.name:
             return head.links[0].ip, head.links[0]
-        nets = {l.address.network for l in head.links}
-        link = next((l for l in node.links if l.address.network in nets), None)
+        link = self.link_toward(node, head)
         return (link.ip, link) if link is not None else (node.address, None)
+
+    @staticmethod
+    def link_toward(node: Node, other: Node) -> Link | None:
+        """node's first link on a subnet one of other's links shares (the cable or switch between them), if any."""
+        nets = {l.address.network for l in other.links}
+        return next((l for l in node.links if l.address.network in nets), None)
 
     @property
     def history_name(self) -> str:
@@ -729,8 +734,7 @@ class Cluster(Strict):
         head = self.head
         if node.name == head.name:
             return head.links[0].ip
-        nets = {l.address.network for l in node.links}
-        link = next((l for l in head.links if l.address.network in nets), None)
+        link = self.link_toward(head, node)
         return link.ip if link is not None else head.address
 
 
@@ -758,6 +762,11 @@ def parse_cluster(text: str, source: str = "cluster.yaml", base: Path | None = N
         mark = getattr(exc, "problem_mark", None)
         at = f" line {mark.line + 1}:" if mark else ""
         raise ClusterError(f"{source}:{at} not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return cluster_from_data(data, source, base)
+
+
+def cluster_from_data(data: Any, source: str = "cluster.yaml", base: Path | None = None) -> Cluster:
+    """A cluster file's content already read (a recording keeps it as data), held to the same rules as the file."""
     if not isinstance(data, dict):
         raise ClusterError(f"{source}: expected a mapping with ssh, nodes, expect, deploy, serving; got {type(data).__name__}")
     try:

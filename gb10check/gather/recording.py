@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..cluster import Cluster, parse_cluster
+from ..cluster import Cluster, cluster_from_data
 from .fleet import Fleet
 from .registry import FACTS
 from .shared import dump_output
@@ -107,7 +107,7 @@ def replay(recorded: dict[str, Any], cluster: Cluster | None = None) -> Fleet:
     nodes judged against other expectations); anything else it would run live is NOT CHECKED (not-recorded)."""
     if recorded.get("schema") != SCHEMA:
         raise ValueError(f"a recording of schema {recorded.get('schema')!r}; this gb10check reads schema {SCHEMA}")
-    fleet = Fleet(cluster or parse_cluster(yaml.safe_dump(recorded["cluster"]), "the recording's cluster"))
+    fleet = Fleet(cluster or cluster_from_data(recorded["cluster"], "the recording's cluster"))
     fleet.recorded = recorded["facts"]
     fleet.replay = recorded
     return fleet
