@@ -29,27 +29,26 @@ def mac_of(netdev: str) -> list[int]:
     return [int(b, 16) for b in (read(f"{NET}/{netdev}/address") or "00:00:00:00:00:00").split(":")]
 
 
-def ipv4_of(netdev: str) -> list[str]:
+def ipv4_interfaces_of(netdev: str) -> list[str]:
+    """The netdev's IPv4 addresses with their prefix (`169.254.10.2/24`), as `ip -j -4 addr` lists them."""
     import subprocess  # here, not at the top: most tools never need it, and each tool is a fresh interpreter
 
     try:
         out = subprocess.run(["ip", "-j", "-4", "addr", "show", "dev", netdev], capture_output=True, text=True, timeout=5).stdout
-        return [a["local"] for i in json.loads(out or "[]") for a in i.get("addr_info", [])]
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return [f"{a['local']}/{a['prefixlen']}" for i in json.loads(out or "[]") for a in i.get("addr_info", [])]
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired):
         return []
+
+
+def ipv4_of(netdev: str) -> list[str]:
+    return [a.split("/")[0] for a in ipv4_interfaces_of(netdev)]
 
 
 def ipv4_networks_of(netdev: str) -> list[str]:
     """The subnets (`169.254.10.0/24`) of the netdev's IPv4 addresses."""
     import ipaddress
-    import subprocess
 
-    try:
-        out = subprocess.run(["ip", "-j", "-4", "addr", "show", "dev", netdev], capture_output=True, text=True, timeout=5).stdout
-        return [str(ipaddress.ip_interface(f"{a['local']}/{a['prefixlen']}").network)
-                for i in json.loads(out or "[]") for a in i.get("addr_info", [])]
-    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired):
-        return []
+    return [str(ipaddress.ip_interface(a).network) for a in ipv4_interfaces_of(netdev)]
 
 
 def devices(s: dict) -> list[tuple[str, str, dict]]:
