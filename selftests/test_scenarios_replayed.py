@@ -2,7 +2,7 @@
 (selftests/captures/facts/scenarios/NAME.json.gz, written by `gb10check sim record-scenarios`): the suite runs as a user
 runs it, with `--facts-from`, no root, no node reached, and must give what the live scenario gave, asserted by the live
 tier's own judges (test_checks_on_sim.py's tables). Which scenarios replay is computed (gb10check/sim/recordings.py);
-the ones left (a live network or process: ports, SSH mesh, ib_write_bw, NCCL, serving, Ray) stay live.
+the ones left (a live network or process: ports, SSH mesh, ib_write_bw, NCCL, serving, a running Ray) stay live.
 
 A recording is stale when what produced it changed (registry, commands, programs, stand-ins, the scenario, its
 selection): the test fails with the command that records it again."""
@@ -18,6 +18,8 @@ from gb10check.sim import recordings
 from .simbed import SuiteRun, run_suite
 from .test_checks_on_sim import EXPECTED, LIVE, WARNINGS, judge_exactly, judge_link_speed_warning, \
     judge_page_cache_warning, judge_warnings
+from .test_ray_on_sim import EXPECTED as RAY_EXPECTED
+from .test_ray_on_sim import LIVE_RAY, judge_ray_exactly
 
 REPLAYED = recordings.names()
 
@@ -53,6 +55,11 @@ def test_recorded_warning_scenarios(name, tmp_path):
     judge_warnings(name, replay(name, tmp_path))
 
 
+@pytest.mark.parametrize("name", [n for n in REPLAYED if n in RAY_EXPECTED])
+def test_recorded_ray_scenario_fails_exactly_its_checks(name, tmp_path):
+    judge_ray_exactly(name, replay(name, tmp_path).results)
+
+
 @pytest.mark.parametrize("name", REPLAYED)
 def test_recording_is_current(name):
     got = recorded(name)
@@ -71,7 +78,8 @@ def test_every_recording_is_of_a_replayed_scenario():
 
 def test_no_proof_dropped():
     """Every scenario the tables prove is proven once: live, or from its recording."""
-    assert set(EXPECTED) | set(WARNINGS) == set(REPLAYED) | set(LIVE) and not set(REPLAYED) & set(LIVE)
+    assert set(EXPECTED) | set(WARNINGS) | set(RAY_EXPECTED) == set(REPLAYED) | set(LIVE) | set(LIVE_RAY)
+    assert not set(REPLAYED) & (set(LIVE) | set(LIVE_RAY))
     assert "healthy" in LIVE
     assert set(WARNINGS) <= set(REPLAYED), "a warning scenario left live has no live test (test_checks_on_sim.py): add one"
 

@@ -65,12 +65,12 @@ NODES = {"pair": 2, "ring": 3, "switch": 4}  # the simulated cluster each topolo
 
 
 def replayed(name: str) -> bool:
-    """Whether the scenario is proven from its recording: a fault of the mp cluster (not serving, not Ray; on a ring or a
-    switch, not the cabling check) whose every proved check reads facts."""
+    """Whether the scenario is proven from its recording: a fault (not of the serving stack; on a ring or a switch, not
+    the cabling check) whose every proved check reads facts, the Ray executor's included (its compose file, its image)."""
     s = scenarios.SCENARIOS[name]
     known = checks()
     live = LOGIN | (LIVE_ON_RING if s.topology != "pair" else set())
-    return (name != "healthy" and s.executor == "mp" and bool(s.proves) and all(step.serve is None for step in s.steps)
+    return (name != "healthy" and bool(s.proves) and all(step.serve is None for step in s.steps)
             and all(c in known and known[c].reads and c not in live for c in proved_checks(name)))
 
 
@@ -113,8 +113,8 @@ def record(name: str, say=lambda msg: None) -> Path:
     if not replayed(name):
         raise scenarios.ScenarioError(f"scenario {name} is not judged from a recording (it proves a check that needs a live "
                                       "network or process, or changes the serving or Ray stack)")
-    topology = scenarios.SCENARIOS[name].topology
-    path = control.up(NODES[topology], quiet=True, topo=None if topology == "pair" else topology)
+    topology, executor = scenarios.SCENARIOS[name].topology, scenarios.SCENARIOS[name].executor
+    path = control.up(NODES[topology], quiet=True, topo=None if topology == "pair" else topology, executor=executor)
     scenarios.apply(name)
     with tempfile.TemporaryDirectory(prefix="gb10check-record-") as folder:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
