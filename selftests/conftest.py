@@ -74,9 +74,26 @@ def pytest_runtest_makereport(item, call):
 # other test; both sim scopes are bigger than any other, so loadscope hands them out first, to gw0 and gw1. The
 # controller sees node ids only, never markers: it reads the sim and vllm marks from the module's source (the module's
 # `pytestmark`, a test function's decorators), and collection refuses them put anywhere else.
+# A second self-test run beside the first on one machine starts from another instance: GB10CHECK_SIM_INSTANCE=N set for
+# the run gives its workers N, N+1, ... (modulo 10).
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
-    os.environ["GB10CHECK_SIM_INSTANCE"] = str(int(_WORKER[2:]) % 10)  # gw0 and gw1 get the sim scopes (see above)
+    _BASE = os.environ.get("GB10CHECK_SIM_INSTANCE") or "0"
+    if len(_BASE) == 1 and _BASE.isdigit():  # anything else stays as set, for sim.topology.instance() to refuse by name
+        os.environ["GB10CHECK_SIM_INSTANCE"] = str((int(_BASE) + int(_WORKER[2:])) % 10)  # gw0, gw1: the sim scopes (above)
+
+
+# The tests that run a real vLLM are the run's longest chain (one at a time, in order, on one worker): under xdist as
+# root every other test runs at a lower CPU priority, with the processes and simulated nodes it starts, so the chain
+# gets the cores when both want them and the rest fills the gaps. Set before the test's fixtures (a module's simulated
+# cluster starts with its first test) and inherited by everything the test starts.
+OTHER_TESTS_NICE = 5
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if _WORKER and os.geteuid() == 0:
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if item.get_closest_marker("vllm") else OTHER_TESTS_NICE)
 
 
 def _names_mark(node, mark: str) -> bool:

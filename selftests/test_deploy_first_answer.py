@@ -55,7 +55,7 @@ class Api:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
 
     def cluster(self):
         base = load_cluster(REPO / "cluster.example.yaml")

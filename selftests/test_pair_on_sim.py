@@ -3,8 +3,8 @@ preflight and network pass (the network run without the slow runs: the gate name
 logged override); the helper scripts in `scripts/` run as a user runs them between the stages and then find
 nothing more to change; `scripts/deploy` brings up the real two-node vLLM (TP=2 over the simulated
 enp1s0f0np0, rank 0 first, rank 1 headless, docker compose in each node); `pytest -m serving` passes against it (the concurrency sweep and
-the ranks' traffic on the links only among its checks); the follower's management port taken down for 45 s during
-generation does not stop serving; a rank-like connection over the management network fails the fabric check both
+the ranks' traffic on the links only among its checks); the follower's management port taken down for 20 s during
+generation does not stall or stop serving; a rank-like connection over the management network fails the fabric check both
 ways; `pytest -m soak` passes the sustained load, the long-context request and a two-depth sweep on it; under each fault injected
 mid-soak the soak fails with the cause named, within the stall limit plus a few seconds (a fault that ends the
 deployment is followed by a fresh one, made by the deploy's own code); `gb10check watch` ticks against the deployment,
@@ -167,12 +167,16 @@ def test_serving_passes_on_the_deployment(pair):
         f"tests/serving/test_fabric.py::test_traffic_between_nodes_on_the_links[{B}->{A}]"}, sorted(serving.results)
 
 
-MGMT_DOWN_S = 45  # the management link down this long during generation
+MGMT_DOWN_S = 20  # the management link down this long during generation: several requests' worth
+# A rank that needs the management network stops at its next collective until the port is back: its request's first
+# token or a gap between two tokens then lasts the rest of the window. Healthy, tokens come every fraction of a second.
+TOKEN_GAP_LIMIT_S = 10
 
 
 def test_management_link_down_on_the_follower_and_serving_goes_on(pair):
-    """The follower's management port down for 45 s while rank 0 generates: the ranks talk over the links only (the
-    fabric check above read that from ss), so every request of those 45 s is answered and the engine lives on."""
+    """The follower's management port down for 20 s while rank 0 generates: the ranks talk over the links only (the
+    fabric check above read that from ss), so every request of those 20 s is answered without a stall and the engine
+    lives on."""
     pair.deployed()
     cluster = load_cluster(pair.path)
     api = api_of(cluster, timeout_s=60)
@@ -184,6 +188,8 @@ def test_management_link_down_on_the_follower_and_serving_goes_on(pair):
         while time.monotonic() < until:
             reply, timed = api.stream(sweep_request(cluster.deploy.served_model_name, len(answered), 16))
             assert reply is None and timed.done and not timed.broken and timed.completion_tokens, (reply, timed)
+            waits = [timed.ttft_s, *timed.gaps, timed.total_s - timed.last_token_s]
+            assert max(waits) < TOKEN_GAP_LIMIT_S, f"request {len(answered)} stalled {max(waits):.1f} s with the port down"
             answered.append(timed.completion_tokens)
     finally:
         control.node_exec(B, f"ip link set {port} up")
@@ -236,7 +242,9 @@ def test_a_rank_connection_on_the_management_network_fails_the_fabric_check(pair
 
 def test_healthy_soak_long_context_and_depth_sweep_pass(pair):
     pair.deployed()
-    run = run_suite(pair.path, "-m", "soak", timeout=900)
+    # 30 s of sustained load (the sim's cluster file says 60, a rehearsal's): how the soak judges time is proven on its
+    # clock (test_judges_soak, test_watches_on_their_clock); here, that a real pair carries it and reports its figures.
+    run = run_suite(pair.cluster_file(duration_s=30), "-m", "soak", timeout=900)
     assert {k: v.outcome for k, v in run.results.items()} == {
         LOAD: "passed", f"{SK}/test_long_context.py::test_long_context": "passed",
         f"{SK}/test_depth_sweep.py::test_depth_sweep": "passed"}, run.stdout[-4000:]
@@ -366,8 +374,17 @@ def test_frozen_rank_is_a_stall_named_within_the_limit(pair):
     # ... and the rank that stopped named first, from the looks the soak took after the stall
     assert re.search(rf"\[rank-stopped\] {B}: saw rank 1 stopped \(soak stream #\d+ stalled\): its processes .* are stopped "
                      r"\(SIGSTOP\)", text), text
-    launcher.stop(A, kill=True)  # a stalled TP pair does not come back by itself: the next test deploys again
-    launcher.stop(B, kill=True)
+    # Resumed, the pair serves on (the soak's streams ended; the engine waited): the next test takes it as it is. Should
+    # it not answer, both ranks go and the next test deploys afresh.
+    try:
+        reply, timed = api_of(load_cluster(pair.path), timeout_s=60).stream(
+            sweep_request(load_cluster(pair.path).deploy.served_model_name, 0, 8))
+        serves = reply is None and timed.done and not timed.broken
+    except Exception:  # noqa: BLE001 - any way of not answering
+        serves = False
+    if not serves:
+        launcher.stop(A, kill=True)
+        launcher.stop(B, kill=True)
 
 
 def test_follower_container_killed_is_named_with_its_log(pair):

@@ -152,7 +152,7 @@ def vllm():
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeVllm)
     server.daemon_threads = True
     server.seen, server.script = [], []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     yield server
     server.shutdown()

