@@ -83,19 +83,6 @@ if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
         os.environ["GB10CHECK_SIM_INSTANCE"] = str((int(_BASE) + int(_WORKER[2:])) % 10)  # gw0, gw1: the sim scopes (above)
 
 
-# The tests that run a real vLLM are the run's longest chain (one at a time, in order, on one worker): under xdist as
-# root every other test runs at a lower CPU priority, with the processes and simulated nodes it starts, so the chain
-# gets the cores when both want them and the rest fills the gaps. Set before the test's fixtures (a module's simulated
-# cluster starts with its first test) and inherited by everything the test starts.
-OTHER_TESTS_NICE = 5
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    if _WORKER and os.geteuid() == 0:
-        os.setpriority(os.PRIO_PROCESS, 0, 0 if item.get_closest_marker("vllm") else OTHER_TESTS_NICE)
-
-
 def _names_mark(node, mark: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == mark for n in ast.walk(node))
 
