@@ -36,6 +36,15 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def in_background(httpd, start: bool = True) -> threading.Thread:
+    """httpd.serve_forever on a daemon thread, polled for shutdown every 20 ms: the default half second is a wait in
+    every test that stops a server."""
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    if start:
+        thread.start()
+    return thread
+
+
 class FakeServer:
     def __init__(self, model: str = "smollm2-135m", max_model_len: int = 4096, token_delay_s: float = 0.005,
                  stall_after: int | None = None, answer=None, ttft_s: float = 0.0):
@@ -95,8 +104,7 @@ class FakeServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        # polled for shutdown every 20 ms: the default half second is a wait in every test that stops a server
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread = in_background(self.httpd, start=False)
 
     @property
     def base_url(self) -> str:

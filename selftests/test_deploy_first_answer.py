@@ -14,7 +14,7 @@ import pytest
 from gb10check.cluster import load_cluster
 from gb10check.deploy.run import DeployFailed, deploy
 
-from .fake_openai import FakeLauncher, JsonHandler
+from .fake_openai import FakeLauncher, JsonHandler, in_background
 
 REPO = Path(__file__).resolve().parent.parent
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
@@ -55,7 +55,7 @@ class Api:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
+        in_background(self.httpd)
 
     def cluster(self):
         base = load_cluster(REPO / "cluster.example.yaml")

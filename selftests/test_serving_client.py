@@ -5,7 +5,6 @@ no answer in time) proven against a tiny local server on 127.0.0.1 that answers 
 
 import json
 import socket
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,6 +13,8 @@ import pytest
 from gb10check.checks import serving as judges
 from gb10check.facts.vllm_api import parse_error, reassemble
 from gb10check.serving import Api, ApiUnreachable, Reply, Timed, measure_decode
+
+from .fake_openai import in_background
 
 # ---- pure parts ---------------------------------------------------------------------------------
 
@@ -152,8 +153,7 @@ def vllm():
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeVllm)
     server.daemon_threads = True
     server.seen, server.script = [], []
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
+    thread = in_background(server)
     yield server
     server.shutdown()
     server.server_close()
