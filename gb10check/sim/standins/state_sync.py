@@ -114,9 +114,11 @@ def write_meminfo(s: dict) -> None:
         os.close(fd)
     # The same figures where a container given the GPU finds them (the NVIDIA hook's stand-in binds /etc/gb10sim; a
     # container's own /proc is the machine's): the CUDA driver's stand-in (libcuda.c) reads its memory from here.
-    with open("/etc/gb10sim/meminfo.new", "w") as f:
+    # A temporary file of this process's own: the init's loop and a refresh asked for from outside can write at once.
+    staged = f"/etc/gb10sim/meminfo.{os.getpid()}.new"
+    with open(staged, "w") as f:
         f.write(text)
-    os.replace("/etc/gb10sim/meminfo.new", "/etc/gb10sim/meminfo")
+    os.replace(staged, "/etc/gb10sim/meminfo")
     _meminfo_written = (tuple(ours.items()), now)
 
 
