@@ -1,7 +1,9 @@
 import ast
+import fcntl
 import functools
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,14 @@ def captures() -> Path:
     if not path.is_dir():
         _missing(f"captured outputs not found at {path}")
     return path
+
+
+@pytest.fixture(scope="session")
+def wheel_env(tmp_path_factory):
+    """The built wheel installed in a fresh environment at the lowest versions, once a run (selftests/wheelenv.py)."""
+    from .wheelenv import shared
+
+    return shared(tmp_path_factory)
 
 
 def capture_path(name: str) -> Path:
@@ -81,6 +91,49 @@ if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
     _BASE = os.environ.get("GB10CHECK_SIM_INSTANCE") or "0"
     if len(_BASE) == 1 and _BASE.isdigit():  # anything else stays as set, for sim.topology.instance() to refuse by name
         os.environ["GB10CHECK_SIM_INSTANCE"] = str((int(_BASE) + int(_WORKER[2:])) % 10)  # gw0, gw1: the sim scopes (above)
+
+
+# Two self-test runs on one machine (a CI run and a developer's, say) keep their vLLMs apart too: the first test marked
+# vllm in a process takes this machine-wide lock and holds it to the end of the process (the kernel releases it when
+# the process ends, however it ends), so a second run's chain waits for the first one's to finish.
+VLLM_LOCK = Path("/run/gb10check-selftests-vllm.lock")
+VLLM_LOCK_WAIT_S = 3600  # longer than a whole chain of vLLM tests on a busy machine
+_vllm_lock_fd: int | None = None
+
+
+def take_machine_lock(path: Path, wait_s: float, poll_s: float = 2.0) -> int:
+    """An exclusive flock on path (its descriptor, held until closed or the process ends), or a failure naming the
+    holder (what it wrote into the file) once wait_s has passed."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = os.pread(fd, 500, 0).decode(errors="replace").strip() or "a process that wrote nothing"
+                os.close(fd)
+                pytest.fail(f"another self-test run on this machine has held {path} for over {wait_s:.0f} s ({holder}): "
+                            "its vLLM tests must end before this run's start; stop it, or wait and run again", pytrace=False)
+            time.sleep(poll_s)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}, simulated instance {os.environ.get('GB10CHECK_SIM_INSTANCE', '0')}, checkout "
+                  f"{REPO}, since {time.strftime('%H:%M:%S')}\n".encode(), 0)
+    return fd
+
+
+def hold_the_machines_vllm_lock() -> None:
+    global _vllm_lock_fd
+    if _vllm_lock_fd is None:
+        _vllm_lock_fd = take_machine_lock(VLLM_LOCK, VLLM_LOCK_WAIT_S)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before any fixture of a vllm test (a module's pair may start one) is set up."""
+    if item.get_closest_marker("vllm"):
+        hold_the_machines_vllm_lock()
 
 
 def _names_mark(node, mark: str) -> bool:
