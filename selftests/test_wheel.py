@@ -3,7 +3,8 @@ cluster.example.yaml) and every file the package reads, and in a fresh environme
 lowest versions pyproject.toml allows, .ci/lowest.txt) and another pytest project of its own, `pip install` keeps those
 versions, the other project stays green (its own --cluster option, `node` fixture, an exported GB10CHECK_CLUSTER naming
 no file), and from a folder outside the clone `gb10check init` and `gb10check check` reach the same checks, with the
-same ids, as the clone. One test: the environment is built once (selftests/wheelenv.py)."""
+same ids, as the clone. One test: the environment is built once a run (selftests/wheelenv.py), shared with
+test_wheel_on_sim."""
 
 import os
 import subprocess
@@ -11,32 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .wheelenv import REPO, build_wheel, fresh_env, install, lowest, versions
-
-# Another project, unrelated to gb10check: an option named --cluster and a fixture named node of its own.
-THEIR_CONFTEST = '''import pytest
-
-
-def pytest_addoption(parser):
-    parser.addoption("--cluster", default="local", help="the cluster this project deploys to")
-
-
-@pytest.fixture
-def node(request):
-    return "node-of-" + request.config.getoption("--cluster")
-'''
-THEIR_TESTS = '''import pytest
-
-
-@pytest.mark.parametrize("path", ["/a", "/b"])
-def test_node_is_ours(node, path):
-    assert node == "node-of-staging" and path.startswith("/")
-
-
-def test_report_dir_is_not_an_option(pytestconfig):
-    assert not hasattr(pytestconfig.option, "report_dir")
-'''
-
+from .wheelenv import REPO, lowest, versions
 
 def tracked(under: str) -> list[str]:
     out = subprocess.run(["git", "ls-files", under], cwd=REPO, capture_output=True, text=True, timeout=30, check=True)
@@ -51,32 +27,23 @@ def collected(stdout: str) -> list[str]:
     return sorted(line for line in stdout.splitlines() if "::" in line)
 
 
-def test_wheel_in_a_fresh_environment_beside_another_project(tmp_path):
-    wheel = build_wheel(tmp_path / "dist")
-    inside = set(zipfile.ZipFile(wheel).namelist())
+def test_wheel_in_a_fresh_environment_beside_another_project(wheel_env, tmp_path):
+    inside = set(zipfile.ZipFile(wheel_env.wheel).namelist())
     wanted = tracked("gb10check") + [f"gb10check/{f}" for f in tracked("tests")] + ["gb10check/pytest.ini",
                                                                                    "gb10check/cluster.example.yaml"]
     missing = [f for f in wanted if f not in inside]
     assert missing == [], f"files the wheel leaves out: {missing}"
 
-    bin_dir = fresh_env(tmp_path / "venv")
+    bin_dir, env = wheel_env.bin_dir, wheel_env.their_env
     floors = lowest()
     assert floors["pytest"].startswith("8.4."), floors
-    theirs = tmp_path / "their-project"
-    theirs.mkdir()
-    (theirs / "conftest.py").write_text(THEIR_CONFTEST)
-    (theirs / "test_theirs.py").write_text(THEIR_TESTS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GB10CHECK_"))}
-    env["GB10CHECK_CLUSTER"] = str(tmp_path / "no-such-cluster.yaml")  # exported for gb10check, read by no one here
-    their_run = [bin_dir / "python", "-m", "pytest", "-p", "no:cacheprovider", "--cluster", "staging"]
-    before = run(their_run, theirs, env)
-    assert before.returncode == 0 and "3 passed" in before.stdout, before.stdout + before.stderr
+    before = wheel_env.their_run_before  # the other project's run before the wheel was installed
+    assert before["returncode"] == 0 and "3 passed" in before["stdout"], before["stdout"] + before["stderr"]
 
-    install(bin_dir, wheel)
     now = versions(bin_dir)
     changed = {name: (version, now.get(name)) for name, version in floors.items() if now.get(name) != version}
     assert changed == {}, f"installing the wheel changed the environment's versions (was, now): {changed}"
-    after = run(their_run, theirs, env)
+    after = wheel_env.their_run()
     assert after.returncode == 0 and "3 passed" in after.stdout, f"beside the wheel:\n{after.stdout}{after.stderr}"
 
     user = tmp_path / "user"  # outside the clone: nothing of the checkout is reachable from here
@@ -102,7 +69,7 @@ def test_wheel_in_a_fresh_environment_beside_another_project(tmp_path):
     nothing = run([gb10check, "check", "preflight", "--cluster=cluster.yaml", "-k", "no_such_check"], user,
                   {**env, "XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert nothing.returncode == 5, nothing.stdout + nothing.stderr  # pytest's "no tests ran": a session that ends writes its cache
-    site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    site = next((wheel_env.root / "venv" / "lib").glob("python3*/site-packages"))
     assert not list(site.glob("gb10check/.pytest_cache")), "gb10check check wrote pytest's cache into site-packages"
     assert (tmp_path / "cache" / "gb10check" / "pytest").is_dir()
 

@@ -11,7 +11,6 @@ import pytest
 from gb10check.sim import control
 
 from .simbed import REPO, junit_outcomes, require_sim, run_suite
-from .wheelenv import build_wheel, fresh_env, install
 
 pytestmark = pytest.mark.sim
 
@@ -27,9 +26,8 @@ def pair():
     control.down(quiet=True)
 
 
-def test_wheel_check_preflight_outside_the_clone_matches_the_clone(pair, tmp_path):
-    bin_dir = fresh_env(tmp_path / "venv")
-    install(bin_dir, build_wheel(tmp_path / "dist"))
+def test_wheel_check_preflight_outside_the_clone_matches_the_clone(pair, wheel_env, tmp_path):
+    bin_dir = wheel_env.bin_dir  # the run's one environment with the wheel (selftests/wheelenv.py)
     user = tmp_path / "user"
     user.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}

@@ -1,9 +1,14 @@
 """The package as a new user gets it: the wheel built from this tree, installed into a fresh virtual environment that
-already holds the lowest versions pyproject.toml allows (.ci/lowest.txt: pytest 8.4 ...). Packages come through pip's
-cache; nothing of the clone is on that environment's path."""
+already holds the lowest versions pyproject.toml allows (.ci/lowest.txt: pytest 8.4 ...) and another pytest project of
+its own. Packages come through pip's cache; nothing of the clone is on that environment's path. A self-test run builds
+it once (`shared`), whichever worker asks first; every test that uses it only reads it."""
 
+import fcntl
+import json
+import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,3 +50,72 @@ def install(bin_dir: Path, wheel: Path) -> None:
 def versions(bin_dir: Path) -> dict[str, str]:
     frozen = subprocess.run([str(bin_dir / "pip"), "freeze"], capture_output=True, text=True, timeout=120, check=True)
     return dict(l.lower().replace("_", "-").split("==") for l in frozen.stdout.splitlines() if "==" in l)
+
+
+# Another project, unrelated to gb10check: an option named --cluster and a fixture named node of its own.
+THEIR_CONFTEST = '''import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cluster", default="local", help="the cluster this project deploys to")
+
+
+@pytest.fixture
+def node(request):
+    return "node-of-" + request.config.getoption("--cluster")
+'''
+THEIR_TESTS = '''import pytest
+
+
+@pytest.mark.parametrize("path", ["/a", "/b"])
+def test_node_is_ours(node, path):
+    assert node == "node-of-staging" and path.startswith("/")
+
+
+def test_report_dir_is_not_an_option(pytestconfig):
+    assert not hasattr(pytestconfig.option, "report_dir")
+'''
+
+
+@dataclass(frozen=True)
+class WheelEnv:
+    root: Path
+    wheel: Path
+    bin_dir: Path
+    theirs: Path  # the other project's folder
+    their_env: dict  # the environment its runs get: an exported GB10CHECK_CLUSTER naming no file, no PYTEST_*
+    their_run_before: dict  # its run before the wheel was installed: returncode, stdout, stderr
+
+    def their_run(self) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self.bin_dir / "python"), "-m", "pytest", "-p", "no:cacheprovider", "--cluster", "staging"],
+                              cwd=self.theirs, capture_output=True, text=True, timeout=300, env=self.their_env)
+
+
+def shared(tmp_path_factory) -> WheelEnv:
+    """The run's one environment: built by the first worker to ask (the others wait on its lock), then only read."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "wheel-env"  # the run's own folder
+    root.mkdir(exist_ok=True)
+    built = root / "built.json"
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process ends
+        if not built.exists():
+            built.write_text(json.dumps(_build(root)))
+    facts = json.loads(built.read_text())
+    return WheelEnv(root, Path(facts["wheel"]), root / "venv" / "bin", root / "their-project", facts["their_env"],
+                    facts["their_run_before"])
+
+
+def _build(root: Path) -> dict:
+    wheel = build_wheel(root / "dist")
+    bin_dir = fresh_env(root / "venv")
+    theirs = root / "their-project"
+    theirs.mkdir()
+    (theirs / "conftest.py").write_text(THEIR_CONFTEST)
+    (theirs / "test_theirs.py").write_text(THEIR_TESTS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GB10CHECK_"))}
+    env["GB10CHECK_CLUSTER"] = str(root / "no-such-cluster.yaml")  # exported for gb10check, read by no one here
+    before = WheelEnv(root, wheel, bin_dir, theirs, env, {}).their_run()
+    install(bin_dir, wheel)
+    return {"wheel": str(wheel), "their_env": env,
+            "their_run_before": {"returncode": before.returncode, "stdout": before.stdout, "stderr": before.stderr}}
