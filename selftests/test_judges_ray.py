@@ -270,3 +270,23 @@ def test_ray_status_not_ready_is_not_checked():
     [f] = ray.judge_status(CLUSTER, A, parse("ray_status", NOT_YET))
     assert f.not_checked and f.code is Code.COMMAND_FAILED
     assert f.text.startswith(f"[command-failed] {A}: could not check: `ray status` says: No cluster status")
+
+
+def test_a_wrong_vllm_host_ip_in_the_env_file_is_said_once():
+    """--node-ip-address=${VLLM_HOST_IP}: a wrong address in the .env is test_env_file's finding, not the compose file's;
+    the same wrong address written into the compose file itself is the compose file's."""
+    node = CLUSTER.node(B)
+    ifaces, ports = facts_for(node)
+    text = compose.render(CLUSTER)
+    config = yaml.safe_load(text)
+    env = {**compose.parse_env(compose.env_file(CLUSTER, node)), "VLLM_HOST_IP": "198.18.0.11"}
+    svc = compose.interpolate(compose.vllm_service(config)[1], env)
+    found = compose_lint.judge(CLUSTER, node, config, env, ifaces, ports, None, dry_run(svc, "ray"))
+    assert [f for f in found if f.params.get("arg") == "--node-ip-address"] == []
+    [wrong_env] = compose_lint.judge_env_file(CLUSTER, node, env)
+    assert wrong_env.text.startswith(f"[env-file] {B}: saw VLLM_HOST_IP=198.18.0.11; expected this node's own address "
+                                     "169.254.159.206")
+    hardcoded = text.replace('\\"--node-ip-address=${VLLM_HOST_IP}\\"', '\\"--node-ip-address=198.18.0.11\\"')
+    assert hardcoded != text
+    [f] = lint(hardcoded, B)
+    assert (f.code, f.params["arg"]) == (Code.COMPOSE_ARG, "--node-ip-address") and "saw --node-ip-address 198.18.0.11" in f.text

@@ -95,7 +95,7 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
     if cluster.uses_ray:
         rank_from_env = env.get("NODE_RANK") == str(node.rank)
         f += ray.judge_memory_monitor(f"{where}:{name}", node.name, environment)
-        f += ray.judge_start_args(cluster, node, f"{where}:{name}", ray_args, rank_from_env)
+        f += ray.judge_start_args(cluster, node, f"{where}:{name}", ray_args, rank_from_env, env)
         f += ray.judge_serve_args(cluster, node, f"{where}:{name}", args)
         if args is not None and any(a.startswith(("-cc.cudagraph-mode", "--compilation-config.cudagraph-mode")) for a in args):
             bad(Code.COMPOSE_CUDAGRAPH_HYPHEN, "-cc.cudagraph-mode (hyphen)", "-cc.cudagraph_mode (underscore)")
@@ -121,7 +121,7 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
         expected["--port"] = str(d.api_port)
     for name_, want in expected.items():
         have = compose.flag(args, name_)
-        if name_ == "--master-addr" and from_env_file(env, "MASTER_ADDR", have):
+        if name_ == "--master-addr" and compose.from_env_file(env, "MASTER_ADDR", have):
             continue
         if have != want:
             bad(Code.COMPOSE_ARG, f"{name_} {have}" if have is not None else f"no {name_}", f"{name_} {want}", arg=name_, value=want)
@@ -131,11 +131,6 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
             f">= {d.distributed_timeout_s} (the load skew between "
             "nodes: seed 341 s vs 831 s)", arg="--distributed-timeout-seconds", value=str(d.distributed_timeout_s))
     return f
-
-
-def from_env_file(env_file: dict[str, str], var: str, value: str | None) -> bool:
-    """The value is the one the node's .env sets for var: a wrong one there is test_env_file's finding, said once."""
-    return var in env_file and value == env_file[var]
 
 
 def _judge_env_vars(cluster: Cluster, node: Node, service: str, env: dict[str, str], ifaces: list[Interface],
@@ -178,7 +173,7 @@ def _judge_env_vars(cluster: Cluster, node: Node, service: str, env: dict[str, s
             f.append(Finding(Code.COMPOSE_ENV, where, f"{var}={env.get(var)}", f"{var}={want} (Gloo/NCCL on IPv4, libuv off; "
                              "seed: stuck on IPv6 / Gloo timeout otherwise)", var=var, value=want))
     rendezvous = cluster.rendezvous_addr(node)
-    if env.get("MASTER_ADDR") not in (None, rendezvous) and not from_env_file(env_file, "MASTER_ADDR", env["MASTER_ADDR"]):
+    if env.get("MASTER_ADDR") not in (None, rendezvous) and not compose.from_env_file(env_file, "MASTER_ADDR", env["MASTER_ADDR"]):
         f.append(Finding(Code.COMPOSE_ENV, where, f"MASTER_ADDR={env['MASTER_ADDR']}", f"rank 0's address as {node.name} "
                          f"reaches it, {rendezvous}", var="MASTER_ADDR", value=rendezvous))
     return f

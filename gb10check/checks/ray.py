@@ -66,7 +66,8 @@ def judge_memory_monitor(where: str, node: str, environment: dict[str, str]) -> 
                     "RAY_memory_monitor_refresh_ms=0 (the monitor off)", node=node)]
 
 
-def judge_start_args(cluster: Cluster, node: Node, where: str, args: list[str] | None, rank_from_env: bool) -> list[Finding]:
+def judge_start_args(cluster: Cluster, node: Node, where: str, args: list[str] | None, rank_from_env: bool,
+                     env_file: dict[str, str]) -> list[Finding]:
     """`ray start` as the service's command gives it (a dry run with a stub `ray`): the role by rank, the node's own
     QSFP address, the head's GCS, --block, and every port pinned as deploy.ray says."""
     f: list[Finding] = []
@@ -91,7 +92,7 @@ def judge_start_args(cluster: Cluster, node: Node, where: str, args: list[str] |
             arg="--block", value="")
     own = {link.ip for link in node.links}
     ip = compose.flag(args, "--node-ip-address")
-    if ip not in own:
+    if ip not in own and not compose.from_env_file(env_file, "VLLM_HOST_IP", ip):
         bad(Code.COMPOSE_ARG, f"--node-ip-address {ip}" if ip else "no --node-ip-address (Ray picks an address itself: the LAN "
             "or Wi-Fi one on a GB10)", f"--node-ip-address {node.links[0].ip} (its QSFP address)", arg="--node-ip-address",
             value=node.links[0].ip)
