@@ -1,6 +1,7 @@
 """The simulated cluster as a self-test bed: bring it up, run the suite against it, read the report."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -84,3 +85,40 @@ def junit_outcomes(report: Path) -> dict[str, Outcome]:
                     outcome = "not checked"  # the plugin's own outcome, an error of type not-checked in JUnit
         results[test_id] = Outcome(outcome, message)
     return results
+
+
+CODE = re.compile(r"\[([a-z0-9-]+)\] ")
+PREREQUISITE = re.compile(r"^\[prerequisite-failed\] (\S+?)(?::\S+)?: could not check: .*\n  check by hand: fix what (test_\w+) "
+                          r"reports on (\S+) first", re.S)
+
+
+def prerequisite_failed_here(message: str, failed: dict[str, str]) -> bool:
+    """A not-checked item whose cause is another check's failure on the same node, in the same run."""
+    found = PREREQUISITE.match(message.strip())
+    return bool(found) and any(f"::{found[2]}[" in test_id and found[3] in test_id for test_id in failed)
+
+
+def judge_scenario(name: str, expected: dict[str, str], results: dict[str, Outcome], warned: set[str] = frozenset()) -> None:
+    """A fault scenario's run: exactly the expected checks failed, each matching its pattern; every skip states its
+    reason; nothing could not look (but a check whose prerequisite is one of those failures, naming it); and the codes
+    its failures show, with the codes warned in the run's summary, are the ones the scenario declares it proves."""
+    from gb10check.remedies import Code
+    from gb10check.sim import scenarios
+
+    failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
+    assert set(failed) == set(expected), "\n".join(f"{k}: {failed.get(k, '(passed or skipped)')[:1500]}"
+                                                     for k in sorted(set(failed) ^ set(expected)))
+    for test_id, pattern in expected.items():
+        assert re.search(pattern, failed[test_id]), f"{test_id}:\n{failed[test_id]}"
+    skipped = {k: v.message for k, v in results.items() if v.outcome == "skipped"}
+    assert all(m.strip() for m in skipped.values()), "every skip states its reason"
+    # A fault is a failure, never "could not check": a stand-in or a real tool whose output we misread would show here.
+    unchecked = {k: v.message for k, v in results.items() if v.outcome == "not checked"
+                 if not prerequisite_failed_here(v.message, failed)}
+    assert not unchecked, unchecked
+    codes = {c.value for c in Code}
+    proven = {f"{k.split('::')[1].split('[')[0]}:{c}" for k, v in results.items() if v.outcome == "failed"
+              for c in CODE.findall(v.message) if c in codes}
+    declared = set(scenarios.SCENARIOS[name].proves)
+    assert proven <= declared, f"{name} fails with codes it does not declare: {sorted(proven - declared)}"
+    assert {p for p in declared - proven if p.split(":")[1] not in warned} == set(), f"{name}: declared but not seen"

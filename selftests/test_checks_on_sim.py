@@ -12,11 +12,10 @@ import re
 import pytest
 
 from gb10check import gather
-from gb10check.remedies import Code
 from gb10check.sim import control, recordings, scenarios
 from gb10check.sim.topology import mgmt_ip
 
-from .simbed import require_sim, run_suite, step
+from .simbed import judge_scenario, require_sim, run_suite, step
 
 pytestmark = pytest.mark.sim
 
@@ -467,19 +466,6 @@ def test_every_scenario_has_a_visibility_check():
     assert set(VISIBLE) == set(scenarios.SCENARIOS) - serving - ray - cabling
 
 
-CODE = re.compile(r"\[([a-z0-9-]+)\] ")
-
-
-PREREQUISITE = re.compile(r"^\[prerequisite-failed\] (\S+?)(?::\S+)?: could not check: .*\n  check by hand: fix what (test_\w+) "
-                          r"reports on (\S+) first", re.S)
-
-
-def prerequisite_failed_here(message: str, failed: dict[str, str]) -> bool:
-    """A not-checked item whose cause is another check's failure on the same node, in the same run."""
-    found = PREREQUISITE.match(message.strip())
-    return bool(found) and any(f"::{found[2]}[" in test_id and found[3] in test_id for test_id in failed)
-
-
 # Judged from their recordings (test_scenarios_replayed.py): the rest run live here.
 LIVE = [n for n in EXPECTED if not recordings.replayed(n)]
 
@@ -505,30 +491,10 @@ ALSO_WARNS = {
 def judge_exactly(name: str, run) -> None:
     """The scenario failed exactly its EXPECTED checks with their messages, nothing could not look, and it showed every
     code it declares (a failure, or a warning in the run's summary)."""
-    results = run.results
-    failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
-    assert set(failed) == set(EXPECTED[name]), "\n".join(f"{k}: {failed.get(k, '(passed or skipped)')[:1500]}"
-                                                          for k in sorted(set(failed) ^ set(EXPECTED[name])))
-    for test_id, pattern in EXPECTED[name].items():
-        assert re.search(pattern, failed[test_id]), f"{test_id}:\n{failed[test_id]}"
-    skipped = {k: v.message for k, v in results.items() if v.outcome == "skipped"}
-    assert all(m.strip() for m in skipped.values()), "every skip states its reason"
-    # A fault is a failure, never "could not check": a stand-in or a real tool whose output we misread would show here.
-    # The one exception is a check whose prerequisite is that failure (no image to start while docker is refused): it
-    # names the failing check and node, and that check failed in this run.
-    unchecked = {k: v.message for k, v in results.items() if v.outcome == "not checked"
-                 if not prerequisite_failed_here(v.message, failed)}
-    assert not unchecked, unchecked
-    # What the scenario declares it proves (test:code) is what happened: its failures, and its warnings in the summary.
-    codes = {c.value for c in Code}
-    proven = {f"{k.split('::')[1].split('[')[0]}:{c}" for k, v in results.items() if v.outcome == "failed"
-              for c in CODE.findall(v.message) if c in codes}
-    declared = set(scenarios.SCENARIOS[name].proves)
-    assert proven <= declared, f"{name} fails with codes it does not declare: {sorted(proven - declared)}"
-    warned = set(re.findall(r"Degraded: \[([a-z0-9-]+)\]", run.stdout))
-    assert {p for p in declared - proven if p.split(":")[1] not in warned} == set(), f"{name}: declared but not seen"
+    judge_scenario(name, EXPECTED[name], run.results, set(re.findall(r"Degraded: \[([a-z0-9-]+)\]", run.stdout)))
     for test_id, text in ALSO_WARNS.get(name, []):
-        assert results[test_id].outcome == "passed" and text in run.stdout, (test_id, results[test_id], run.stdout[-3000:])
+        assert run.results[test_id].outcome == "passed" and text in run.stdout, (test_id, run.results[test_id],
+                                                                                 run.stdout[-3000:])
 
 
 def test_different_usernames_fails_that_node_and_only_it(bed):

@@ -23,12 +23,11 @@ from gb10check.deploy import ray as ray_flow
 from gb10check.deploy.run import down, launcher_for
 from gb10check.facts import ParseError, parse
 from gb10check.poll import wait_until
-from gb10check.remedies import Code
 from gb10check.sim import control, provision, recordings, scenarios
 from gb10check.sim.topology import mgmt_ip
 from gb10check.stage import deployment_record_path
 
-from .simbed import require_provisioned_sim, run_suite, script
+from .simbed import judge_scenario, require_provisioned_sim, run_suite, script
 
 pytestmark = pytest.mark.sim
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
@@ -96,7 +95,6 @@ AFTER_RAY_START = {
             rf"address 169\.254\.159\.206\n  fix: start {B}'s Ray with --node-ip-address=169\.254\.159\.206",
     },
 }
-CODE = re.compile(r"\[([a-z0-9-]+)\] ")
 
 
 def require_ray() -> None:
@@ -208,19 +206,9 @@ def fault_bed():
 
 
 def judge_ray_exactly(name: str, results: dict) -> None:
-    """The Ray scenario failed exactly its EXPECTED checks (and, where Ray was started, AFTER_RAY_START's) with their
-    messages, nothing could not look, and its failures show every code it declares."""
-    expected = {**EXPECTED[name], **AFTER_RAY_START.get(name, {})}
-    failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
-    assert set(failed) == set(expected), "\n".join(f"{k}: {failed.get(k, '')[:300]}" for k in sorted(set(failed) ^ set(expected)))
-    for test_id, pattern in expected.items():
-        assert re.search(pattern, failed[test_id]), f"{test_id}:\n{failed[test_id]}"
-    unchecked = {k: v.message for k, v in results.items() if v.outcome == "not checked"}
-    assert not unchecked, unchecked
-    codes = {c.value for c in Code}
-    proven = {f"{k.split('::')[1].split('[')[0]}:{c}" for k, v in results.items() if v.outcome == "failed"
-              for c in CODE.findall(v.message) if c in codes}
-    assert proven == set(scenarios.SCENARIOS[name].proves), (name, sorted(proven ^ set(scenarios.SCENARIOS[name].proves)))
+    """The Ray scenario's run judged as every scenario's is (simbed.judge_scenario), with AFTER_RAY_START's checks
+    expected too where Ray was started."""
+    judge_scenario(name, {**EXPECTED[name], **AFTER_RAY_START.get(name, {})}, results)
 
 
 # The Ray scenarios whose every proof reads facts (the compose file, the image) are judged from their recordings
