@@ -1,12 +1,12 @@
 import ast
-import fcntl
 import functools
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
+
+from .machine_lock import MachineShare, take_machine_lock
 
 REPO = Path(__file__).resolve().parent.parent
 # The suite runs the self-tests start keep no history in the user's data folder (shared by every self-test run); the
@@ -96,31 +96,13 @@ if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
 # Two self-test runs on one machine (a CI run and a developer's, say) keep their vLLMs apart too: the first test marked
 # vllm in a process takes this machine-wide lock and holds it to the end of the process (the kernel releases it when
 # the process ends, however it ends), so a second run's chain waits for the first one's to finish.
+# Every self-test of every run holds the machine share while it runs (setup to teardown); a measurement against a speed
+# floor takes the machine alone (the `machine_alone` fixture), so what it measures is not a neighbour's load. The vLLM
+# lock is taken before the share: a test waiting for another run's vLLM chain holds no share that chain may wait for.
 VLLM_LOCK = Path("/run/gb10check-selftests-vllm.lock")
 VLLM_LOCK_WAIT_S = 3600  # longer than a whole chain of vLLM tests on a busy machine
 _vllm_lock_fd: int | None = None
-
-
-def take_machine_lock(path: Path, wait_s: float, poll_s: float = 2.0) -> int:
-    """An exclusive flock on path (its descriptor, held until closed or the process ends), or a failure naming the
-    holder (what it wrote into the file) once wait_s has passed."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                holder = os.pread(fd, 500, 0).decode(errors="replace").strip() or "a process that wrote nothing"
-                os.close(fd)
-                pytest.fail(f"another self-test run on this machine has held {path} for over {wait_s:.0f} s ({holder}): "
-                            "its vLLM tests must end before this run's start; stop it, or wait and run again", pytrace=False)
-            time.sleep(poll_s)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()}, simulated instance {os.environ.get('GB10CHECK_SIM_INSTANCE', '0')}, checkout "
-                  f"{REPO}, since {time.strftime('%H:%M:%S')}\n".encode(), 0)
-    return fd
+MACHINE_SHARE = MachineShare()
 
 
 def hold_the_machines_vllm_lock() -> None:
@@ -134,6 +116,21 @@ def pytest_runtest_setup(item):
     """Before any fixture of a vllm test (a module's pair may start one) is set up."""
     if item.get_closest_marker("vllm"):
         hold_the_machines_vllm_lock()
+    MACHINE_SHARE.share()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    try:
+        return (yield)
+    finally:
+        MACHINE_SHARE.release()
+
+
+@pytest.fixture
+def machine_alone():
+    """`with machine_alone("what"):` the block runs with no other self-test running on this machine."""
+    return MACHINE_SHARE.alone
 
 
 def _names_mark(node, mark: str) -> bool:

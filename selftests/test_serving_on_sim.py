@@ -8,6 +8,7 @@ server) and the wrong served name (the cluster file names another) share a serve
 pair's own cluster file.
 """
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -112,14 +113,17 @@ def pair():
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
-def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch):
+def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch, machine_alone):
     monkeypatch.delenv("GB10CHECK_API_KEY", raising=False)
     bed = pair()
     if any(step.serve is not None for step in scenarios.SCENARIOS.get(name, scenarios.SCENARIOS["healthy"]).steps):
         scenarios.apply(name)
     else:
         serve.ensure(timeout_s=240)
-    run = run_suite(bed, "-m", "serving", "-k", ONLY.get(name, NOT_BETWEEN_NODES), timeout=900)
+    # The healthy head must pass the decode floor: measured with no other self-test running on the machine, since a
+    # neighbour on the two shared cores slows the server's one engine thread below it (2.5 tok/s against about 18 alone).
+    with machine_alone("the head's decode floor") if name == "healthy" else contextlib.nullcontext():
+        run = run_suite(bed, "-m", "serving", "-k", ONLY.get(name, NOT_BETWEEN_NODES), timeout=900)
     results = run.results
     assert len(results) == SELECTED.get(name, 15), sorted(results)
     failed = {k: v.message for k, v in results.items() if v.outcome in ("failed", "error")}
@@ -136,7 +140,9 @@ def test_serving_scenario_fails_exactly_its_checks(pair, name, monkeypatch):
     else:
         assert "[engine-" not in run.stdout, run.stdout[-3000:]  # no engine finding where none is expected
     if name == "healthy":
-        assert re.search(r"decode_tok_s median\s+thinkstationpgx-30\s+\d+\.\d\d tok/s", run.stdout), run.stdout[-2000:]
+        measured = re.findall(r"decode_tok_s(?: median)?\s+thinkstationpgx-30(?: run \d)?\s+\d+\.\d\d tok/s", run.stdout)
+        assert any("median" in line for line in measured), run.stdout[-2000:]
+        print("\n".join(measured))  # shown by `pytest -rP`
 
 
 def test_api_key_given_is_accepted(pair, monkeypatch):
