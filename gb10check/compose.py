@@ -341,8 +341,8 @@ def parse_dry_run(stdout: str) -> list[str] | None:
 
 
 def from_env_file(env_file: dict[str, str], var: str, value: str | None) -> bool:
-    """The value is the one the node's .env sets for var (NODE_RANK, VLLM_HOST_IP, MASTER_ADDR): a wrong one there is
-    test_env_file's finding, said once, not the compose file's too."""
+    """The value is the one the node's .env sets for var (VLLM_HOST_IP, MASTER_ADDR; the rank has its own rule,
+    rank_from_env): a wrong one there is test_env_file's finding, said once, not the compose file's too."""
     return var in env_file and value == env_file[var]
 
 
