@@ -14,6 +14,9 @@ from ..verdict import Finding
 from . import ray
 from .links import roce_gid_indexes
 
+# A flag whose value is the .env's variable of this name: a wrong value there is test_env_file's finding (said once).
+FROM_ENV_FILE = {"--master-addr": "MASTER_ADDR"}
+
 
 def _limit_gib(svc: dict) -> float | None:
     """The container's memory limit. In a compose file a bare number is bytes (and `docker compose config` writes bytes)."""
@@ -91,9 +94,9 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
         environment = dict(e.split("=", 1) for e in environment if "=" in e)
     environment = {k: str(v) for k, v in environment.items()}
     f += _judge_env_vars(cluster, node, name, environment, ifaces, ports, env)
+    rank_from_env = env.get("NODE_RANK") == str(node.rank)  # a wrong .env rank is test_env_file's finding, not the command's
 
     if cluster.uses_ray:
-        rank_from_env = env.get("NODE_RANK") == str(node.rank)
         f += ray.judge_memory_monitor(f"{where}:{name}", node.name, environment)
         f += ray.judge_start_args(cluster, node, f"{where}:{name}", ray_args, rank_from_env, env)
         f += ray.judge_serve_args(cluster, node, f"{where}:{name}", args)
@@ -107,7 +110,6 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
     if any(a.startswith("-cc.cudagraph-mode") or a.startswith("--compilation-config.cudagraph-mode") for a in args):
         bad(Code.COMPOSE_CUDAGRAPH_HYPHEN, "-cc.cudagraph-mode (hyphen)", "-cc.cudagraph_mode (underscore)")
     headless = "--headless" in args
-    rank_from_env = env.get("NODE_RANK") == str(node.rank)  # a wrong .env rank is test_env_file's finding, not the command's
     if rank_from_env and node.rank == 0 and headless:
         bad(Code.COMPOSE_HEADLESS, "rank 0 starts with --headless (no API server)", "rank 0 without --headless")
     elif rank_from_env and node.rank != 0 and not headless:
@@ -121,7 +123,7 @@ def judge(cluster: Cluster, node: Node, config: dict, env: dict[str, str], iface
         expected["--port"] = str(d.api_port)
     for name_, want in expected.items():
         have = compose.flag(args, name_)
-        if name_ == "--master-addr" and compose.from_env_file(env, "MASTER_ADDR", have):
+        if name_ in FROM_ENV_FILE and compose.from_env_file(env, FROM_ENV_FILE[name_], have):
             continue
         if have != want:
             bad(Code.COMPOSE_ARG, f"{name_} {have}" if have is not None else f"no {name_}", f"{name_} {want}", arg=name_, value=want)
