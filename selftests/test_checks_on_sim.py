@@ -11,7 +11,6 @@ import re
 
 import pytest
 
-from gb10check import gather
 from gb10check.sim import control, recordings, scenarios
 from gb10check.sim.topology import mgmt_ip
 

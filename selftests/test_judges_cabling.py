@@ -73,7 +73,7 @@ def test_a_link_down_reaches_nothing_and_a_switch_where_a_cable_should_be(owners
     assert f.code is Code.CABLE_SWITCHED and "(a switch)" in f.seen
     [f] = judge_cabling((A, "enp1s0f0np0"), "switch", [(B, "enp1s0f1np1"), (C, "enp1s0f1np1")],
                         peers("port-peers-rank0-enp1s0f0np0.txt"), owners)
-    assert f.code.value == "cable-beside-switch" and f"move that cable to the switch" in f.text
+    assert f.code.value == "cable-beside-switch" and "move that cable to the switch" in f.text
 
 
 @pytest.mark.parametrize("capture", ["port-peers-rank1-ipv6-off.txt", "port-peers-rank1-short-interval.txt"])

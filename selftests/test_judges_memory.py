@@ -3,7 +3,6 @@ figures: each of the four causes of vLLM's "Free memory on device ... less than 
 numbers its owners published, and the processes in the nvidia-smi stand-in's rendering of a real process."""
 
 import json
-import os
 import subprocess
 import sys
 import time

@@ -10,7 +10,7 @@ import pytest
 from gb10check.cluster import Link, Node, Ssh
 from gb10check.remote import CommandTimeout, NodeUnreachable, RemoteError, RemoteNode, SshRefused
 
-from .local_sshd import LocalSshd, free_port, keygen
+from .local_sshd import LocalSshd, free_port
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_a_connection_lost_mid_run_is_node_unreachable(sshd):
     assert str(exc).startswith("node pgx-a unreachable at 127.0.0.1: "), str(exc)
     assert exc.fix.startswith(f"the SSH connection to pgx-a (127.0.0.1:{sshd.port}) broke")  # for the helpers' one line
     text = _remote_finding(exc).text
-    assert text.startswith(f"[node-unreachable] pgx-a: could not check: node pgx-a unreachable at 127.0.0.1: "), text
+    assert text.startswith("[node-unreachable] pgx-a: could not check: node pgx-a unreachable at 127.0.0.1: "), text
     assert (f"check by hand: the SSH connection to pgx-a (127.0.0.1:{sshd.port}) broke: check that pgx-a is still up "
             "(it may have rebooted or run out of memory") in text
     with pytest.raises(NodeUnreachable):

@@ -153,7 +153,7 @@ def vllm():
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeVllm)
     server.daemon_threads = True
     server.seen, server.script = [], []
-    thread = in_background(server)
+    in_background(server)
     yield server
     server.shutdown()
     server.server_close()

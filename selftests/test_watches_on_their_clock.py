@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gb10check import soak
-from gb10check.cluster import load_cluster
+from gb10check.cluster import Cluster, load_cluster
 from gb10check.deploy.run import DeployFailed, deploy
 from gb10check.remote import RemoteError
 from gb10check.watch import FULL_CHECK_S
@@ -87,7 +87,7 @@ def upto(name: str, marker: str) -> str:
     return "\n".join(lines[:end + 1]) + "\n"
 
 
-def budgets(**over) -> "Cluster":
+def budgets(**over) -> Cluster:
     expect = CLUSTER.expect.model_copy(update={"startup_phase_budgets_s": {**CLUSTER.expect.startup_phase_budgets_s, **over}})
     return CLUSTER.model_copy(update={"expect": expect})
 

@@ -6,7 +6,6 @@ no file), and from a folder outside the clone `gb10check init` and `gb10check ch
 same ids, as the clone. One test: the environment is built once a run (selftests/wheelenv.py), shared with
 test_wheel_on_sim."""
 
-import os
 import subprocess
 import sys
 import zipfile
