@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from .inner_pytest import run_pytest
+
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,9 +64,8 @@ def run_suite(cluster: Path, *args: str, timeout: int = 300) -> SuiteRun:
     """pytest on tests/ against the cluster, as a user runs it; outcome and message per test id."""
     report = cluster.parent / "selftest-junit.xml"
     # Without the self-tests' hypothesis plugin (a second of start-up each time; users do not have it).
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", f"--cluster={cluster}",
-                           f"--junitxml={report}", "-o", "junit_family=xunit1", *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    proc = run_pytest(["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", f"--cluster={cluster}",
+                       f"--junitxml={report}", "-o", "junit_family=xunit1", *args], timeout=timeout)
     if proc.returncode not in (0, 1):
         raise AssertionError(f"pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
     return SuiteRun(junit_outcomes(report), proc.stdout)

@@ -16,6 +16,8 @@ import yaml
 from gb10check import canary, gather
 from gb10check.cluster import load_cluster
 
+from .inner_pytest import run_pytest
+
 REPO = Path(__file__).resolve().parent.parent
 SIM_PYTHON = Path("/var/cache/gb10check/vllm-venv/bin/python3")  # gb10check/sim/provision.py's venv: CPU torch 2.13
 
@@ -43,9 +45,8 @@ def run_programs(tmp_path, python: str) -> subprocess.CompletedProcess:
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(data))
     # test_no_gpu_process_left asks the host's nvidia-smi, which this machine lacks (not checked: tool missing).
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "tests/preflight/test_gpu.py",
-                           "-k", "not test_no_gpu_process_left", f"--cluster={path}"], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+    return run_pytest(["-p", "no:cacheprovider", "-rA", "tests/preflight/test_gpu.py", "-k", "not test_no_gpu_process_left",
+                       f"--cluster={path}"], timeout=300)
 
 
 def test_a_python_without_torch_is_not_checked(tmp_path):

@@ -24,6 +24,8 @@ import yaml
 
 from gb10check import cli, stage
 
+from .inner_pytest import run_pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 CHECKS = {
@@ -102,8 +104,7 @@ def suite(tmp_path) -> Path:
 
 def pytest_run(cwd: Path, cluster: Path, *args: str, bad: str = "") -> subprocess.CompletedProcess:
     env = {**os.environ, "SUITE_BAD": bad, "PYTHONPATH": str(REPO)}  # this checkout's gb10check, wherever pytest runs
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--cluster={cluster}",
-                           *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=env)
+    return run_pytest(["-p", "no:cacheprovider", f"--cluster={cluster}", *args], cwd=cwd, env=env, timeout=180)
 
 
 def gate(cluster: Path, *args: str, step: str = "gate") -> subprocess.CompletedProcess:
@@ -294,9 +295,8 @@ def test_every_check_carries_exactly_one_stage_marker(tmp_path):
         "def pytest_collection_finish(session):\n"
         "    for item in session.items:\n"
         "        print('STAGES', item.nodeid, ','.join(m.name for m in item.iter_markers() if m.name in STAGES))\n")
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "stagecount", "--collect-only", "-q",
-                          "--cluster=cluster.example.yaml"], cwd=REPO, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    run = run_pytest(["-p", "no:cacheprovider", "-p", "stagecount", "--collect-only", "-q", "--cluster=cluster.example.yaml"],
+                     env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = [l.split(" ") for l in run.stdout.splitlines() if l.startswith("STAGES ")]
     assert len(lines) > 50

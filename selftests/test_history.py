@@ -17,6 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from gb10check import history, metrics, trends
 from gb10check.cli import main
 
+from .inner_pytest import run_pytest
+
 REPO = Path(__file__).resolve().parent.parent
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 LINK = f"{A}:rocep1s0f0->{B}:rocep1s0f0"
@@ -217,8 +219,7 @@ WRITER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {repo!r})
     from gb10check import history
-    sys.path.insert(0, {tests!r})
-    from test_history import run_args
+    from selftests.test_history import run_args
     store = history.History.open(sys.argv[1])
     if sys.argv[2] == "hang":  # stop inside the transaction, after the run's row and before its figures
         def hang(*args):
@@ -233,7 +234,7 @@ WRITER = textwrap.dedent("""
 
 def writer(tmp_path: Path, path: Path, mode: str, runs: int) -> subprocess.Popen:
     script = tmp_path / "writer.py"
-    script.write_text(WRITER.format(repo=str(REPO), tests=str(REPO / "selftests")))
+    script.write_text(WRITER.format(repo=str(REPO)))
     return subprocess.Popen([sys.executable, str(script), str(path), mode, str(runs)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -294,9 +295,8 @@ def test_history_command_lists_and_shows(tmp_path, capsys):
 def test_a_bad_history_file_stops_the_suite_in_one_line(tmp_path):
     bad = tmp_path / "h.sqlite"
     bad.write_text("garbage " * 100)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "preflight", "-k", "no_such_check",
-                           "--cluster=cluster.example.yaml", f"--history={bad}"], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    proc = run_pytest(["-p", "no:cacheprovider", "-m", "preflight", "-k", "no_such_check", "--cluster=cluster.example.yaml",
+                       f"--history={bad}"], timeout=120)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     said = [l for l in (proc.stdout + proc.stderr).splitlines() if "history file" in l]
     assert said == [f"ERROR: history file {bad}: not a gb10check history (file is not a database); fix: move it aside (a new "

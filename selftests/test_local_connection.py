@@ -4,8 +4,6 @@ known_hosts or key. Needs no root: the suite runs in a subprocess against a one-
 
 import getpass
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,6 +12,8 @@ import yaml
 
 from gb10check.cluster import ClusterError, Link, Node, Ssh, parse_cluster, runner_problems
 from gb10check.remote import BoundedLocalBackend, CommandTimeout, RemoteError, RemoteNode
+
+from .inner_pytest import run_pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -99,8 +99,8 @@ def test_a_local_only_cluster_needs_no_known_hosts_or_key(tmp_path):
 
 def test_preflight_runs_on_a_local_head(tmp_path):
     path = local_cluster(tmp_path)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "tests/preflight/test_identity.py",
-                          "-k", "ssh_user", f"--cluster={path}"], cwd=REPO, capture_output=True, text=True, timeout=180)
+    run = run_pytest(["-p", "no:cacheprovider", "-rA", "tests/preflight/test_identity.py", "-k", "ssh_user", f"--cluster={path}"],
+                     timeout=180)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
     assert "PASSED tests/preflight/test_identity.py::test_ssh_user[thinkstationpgx-30]" in out

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import yaml
 
 from gb10check.report import Run, markdown
 
+from .inner_pytest import run_pytest
 from .local_sshd import LocalSshd, refusing_pair
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,8 +95,8 @@ def run_suite(*args, cwd: Path = REPO, report: str = "-rA") -> subprocess.Comple
     # interactive terminal of 80 columns wherever the self-tests run: on a CI runner (CI or BUILD_NUMBER set) pytest
     # prints each failure's whole message again in its short summary.
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", report, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=180, env={**env, "PYTHONPATH": str(REPO), "COLUMNS": "80"})
+    return run_pytest(["-p", "no:cacheprovider", report, *args], cwd=cwd, env={**env, "PYTHONPATH": str(REPO), "COLUMNS": "80"},
+                      timeout=180)
 
 
 def flat(text: str) -> str:
@@ -127,7 +127,7 @@ def test_unreachable_node_fails_once_and_its_other_checks_are_not_checked(sshd, 
             f"session as {sshd.user}\n  fix: 127.0.0.2 answers but nothing accepts SSH on port {sshd.port}: on {other} start "
             "sshd") in section
     assert f" 3 checks on {other}: failed test_ssh_user; not checked test_os_parity, test_gpu_name " in flat(section)
-    assert "could not check: node" not in section and section.count(f"unreachable at 127.0.0.2") == 1
+    assert "could not check: node" not in section and section.count("unreachable at 127.0.0.2") == 1
     assert "During handling of the above exception" not in out
     # The reachable node has no nvidia-smi: we could not ask it, which is not a fault of the GPU; the tool is named.
     assert f"[tool-missing] {head}: could not check: `nvidia-smi` is not installed" in section

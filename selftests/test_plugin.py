@@ -1,17 +1,17 @@
 """The suite as users run it: pytest in a subprocess, on the example file and on broken ones."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+
+from .inner_pytest import run_pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def pytest_run(*args: str, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env=env)
+    return run_pytest(["-p", "no:cacheprovider", *args], cwd=cwd, env=env, timeout=120)
 
 
 def test_collect_preflight_on_the_example():

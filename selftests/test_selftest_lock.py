@@ -72,7 +72,7 @@ def test_no_test_starts_while_a_measurement_runs_and_one_waiting_starts_after_it
         with pytest.raises(pytest.fail.Exception) as refused:
             refused_one.share()
         assert "a measurement that runs alone has kept this test from starting for over 0 s" in str(refused.value)
-        assert f"measuring the head's decode floor alone, since " in str(refused.value)
+        assert "measuring the head's decode floor alone, since " in str(refused.value)
         thread = threading.Thread(target=start_waiting)
         thread.start()
         assert not started.wait(0.5)

@@ -11,7 +11,8 @@ from gb10check.remote import RemoteNode
 from gb10check.sim import control, scenarios, topology
 
 from .conftest import read_capture
-from .simbed import REPO, require_sim
+from .inner_pytest import run_pytest
+from .simbed import require_sim
 
 pytestmark = pytest.mark.sim
 
@@ -62,8 +63,8 @@ def test_nodes_answer_through_the_remote_layer(sim):
 
 def test_cluster_file_collects(sim):
     path, _ = sim
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "-m", "preflight or network",
-                           f"--cluster={path}"], cwd=REPO, capture_output=True, text=True)
+    proc = run_pytest(["-p", "no:cacheprovider", "--collect-only", "-q", "-m", "preflight or network", f"--cluster={path}"],
+                      timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "test_ssh_user[thinkstationpgx-32]" in proc.stdout
 
