@@ -2,6 +2,7 @@ import ast
 import functools
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,28 @@ def wheel_env(tmp_path_factory):
     from .wheelenv import shared
 
     return shared(tmp_path_factory)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def wheel_env_built_ahead(request, tmp_path_factory):
+    """A run with a test that needs the wheel's environment starts building it at its first test, in the background,
+    so that no worker spends the end of the run on it alone. The build holds its own share of the machine (a speed
+    measurement waits for it as for a test); a build that fails is left to the test, which builds again and says why."""
+    if any("wheel_env" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        threading.Thread(target=_build_ahead, args=(tmp_path_factory,), daemon=True, name="wheel-env-ahead").start()
+
+
+def _build_ahead(tmp_path_factory) -> None:
+    from .wheelenv import shared
+
+    share = MachineShare()
+    try:
+        share.share()
+        shared(tmp_path_factory, wait=False)
+    except BaseException:  # noqa: BLE001 - the test that needs it builds it again and reports the failure
+        pass
+    finally:
+        share.release()
 
 
 def capture_path(name: str) -> Path:

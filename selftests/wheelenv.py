@@ -91,14 +91,18 @@ class WheelEnv:
                               cwd=self.theirs, capture_output=True, text=True, timeout=300, env=self.their_env)
 
 
-def shared(tmp_path_factory) -> WheelEnv:
-    """The run's one environment: built by the first worker to ask (the others wait on its lock), then only read."""
+def shared(tmp_path_factory, wait: bool = True) -> WheelEnv | None:
+    """The run's one environment: built by the first worker to ask (the others wait on its lock), then only read.
+    With wait=False, None at once when another is building it."""
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "wheel-env"  # the run's own folder
     root.mkdir(exist_ok=True)
     built = root / "built.json"
     with open(root / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process ends
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))  # released when the file closes
+        except BlockingIOError:
+            return None
         if not built.exists():
             built.write_text(json.dumps(_build(root)))
     facts = json.loads(built.read_text())
