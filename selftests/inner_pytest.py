@@ -1,9 +1,10 @@
 """The self-tests' one way to run pytest as a user runs it (`python -m pytest ARGS` in a folder, with an environment).
 
 A run whose code is this checkout's is forked from a server process that has already imported pytest, its built-in
-plugins and gb10check's dependencies (multiprocessing's forkserver: a fresh interpreter that does nothing but fork). Each run gets its own child, forked from the same untouched server, with the caller's arguments,
-working folder, environment and sys.path (the folder first, then PYTHONPATH, then the interpreter's own, as
-`python -m` sets it), so nothing one run does reaches another. A replay takes about 1.25 s instead of 2.0 s on
+plugins and gb10check's dependencies (multiprocessing's forkserver: a fresh interpreter that does nothing but fork).
+Each run gets its own child, forked from the same untouched server, with the caller's arguments, working folder,
+environment and sys.path (the folder first, then PYTHONPATH, then the interpreter's own, as `python -m` sets it), so
+nothing one run does reaches another. A replay takes about 1.25 s instead of 2.0 s on
 the CI machine: imports are most of an inner run's start-up, and the self-tests make hundreds of runs.
 
 A run whose code may differ (another folder with a gb10check of its own, PYTHONPATH naming another checkout) starts a
@@ -46,6 +47,10 @@ def _server():
     return _context
 
 
+def _pythonpath(env: dict[str, str]) -> list[str]:
+    return [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
 def _interpreter_paths() -> list[str]:
     """The interpreter's own entries of sys.path (standard library, site-packages), as any start of it has them."""
     prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
@@ -60,7 +65,7 @@ def _child(args: list[str], cwd: str, env: dict[str, str], out: str, err: str) -
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    sys.path[:] = [cwd, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p), *_interpreter_paths()]
+    sys.path[:] = [cwd, *_pythonpath(env), *_interpreter_paths()]
     sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
     import pytest
 
@@ -75,9 +80,9 @@ def _child(args: list[str], cwd: str, env: dict[str, str], out: str, err: str) -
 
 def runs_this_checkout(cwd: Path, env: dict[str, str]) -> bool:
     """Whether `python -m pytest` in cwd with env imports this checkout's gb10check, as the server did."""
-    first = next((p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p), None)
     if Path(cwd).resolve() == REPO:
         return True
+    first = next(iter(_pythonpath(env)), None)
     return not (Path(cwd) / "gb10check").exists() and first is not None and Path(first).resolve() == REPO
 
 
@@ -85,12 +90,13 @@ def run_pytest(args: list[str], cwd: Path = REPO, env: dict[str, str] | None = N
                timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m pytest ARGS` in cwd with env (this process's environment when None): its exit status and output."""
     env = dict(os.environ if env is None else env)
-    argv = [sys.executable, "-m", "pytest", *map(str, args)]
+    args = [str(a) for a in args]
+    argv = [sys.executable, "-m", "pytest", *args]
     if not runs_this_checkout(cwd, env):
         return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     with tempfile.TemporaryDirectory(prefix="gb10check-inner-") as folder:
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
-        child = _server().Process(target=_child, args=(argv[3:], str(Path(cwd).resolve()), env, str(out), str(err)))
+        child = _server().Process(target=_child, args=(args, str(Path(cwd).resolve()), env, str(out), str(err)))
         child.start()
         child.join(timeout)
         if child.exitcode is None:

@@ -63,7 +63,8 @@ class MachineShare:
     root, which cannot boot the simulated nodes and so never measures) sharing does nothing and alone() fails."""
 
     def __init__(self, directory: Path = Path("/run"), wait_s: float = 1800, poll_s: float = 0.2):
-        self.machine, self.turnstile = directory / "gb10check-selftests-machine.lock", directory / "gb10check-selftests-turnstile.lock"
+        self.machine = directory / "gb10check-selftests-machine.lock"
+        self.turnstile = directory / "gb10check-selftests-turnstile.lock"
         self.wait_s, self.poll_s = wait_s, poll_s
         self._fds: tuple[int, int] | None = None
         self.held = False
