@@ -265,7 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-timeout", type=float, help="seconds without a new startup milestone before giving up "
                                                       "(default: deploy.watchdog.stall_timeout_s)")
     gate_options(p)
-    simsub.add_parser("provision", help="install vLLM for CPU and the small model the simulation serves (once, cached)")
+    p = simsub.add_parser("provision", help="install vLLM for CPU and the small model the simulation serves (once, cached)")
+    p.add_argument("--cuda-torch", action="store_true", help="also a CUDA build of torch with NCCL 2.30.4 (about 5 GB), "
+                                                              "which recording the image-NCCL scenarios needs")
     p = simsub.add_parser("serve", help="start the head node's real vLLM and wait until it serves (--stop: stop it)")
     p.add_argument("--stop", action="store_true")
     p.add_argument("--timeout", type=float, default=300, help="seconds to wait for /health (default 300)")
@@ -582,7 +584,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
             args.cluster = str(control.state_dir() / "cluster.yaml")
             return cmd_deploy(args)
         elif args.sim_command == "provision":
-            provision.provision()
+            provision.provision(cuda_torch=args.cuda_torch)
         elif args.sim_command == "serve":
             if args.stop:
                 serve.stop(quiet=False)

@@ -69,6 +69,14 @@ EXPECTED: dict[str, dict[str, str]] = {
             r"580\.173\.02\n  fix: generate the CDI spec again for the loaded driver on \S+: sudo nvidia-ctk cdi generate "
             r"--output=/etc/cdi/nvidia\.yaml",
     },
+    "nccl-2.30.4-nvls": {
+        f"{PF}/test_gpu.py::test_image_nccl[{n}]":
+            rf"\[known-bad-version\] {n}: saw NCCL 2\.30\.4, no NCCL_NVLS_ENABLE in the serving environment \[nccl-2\.30\.4-nvls: "
+            r"loading a mixture-of-experts model's weights hangs in NCCL's NVLS set-up\]; expected not NCCL 2\.30\.4 without "
+            r"NCCL_NVLS_ENABLE=0\n  fix: set NCCL_NVLS_ENABLE: \"0\" in the serving container's environment "
+            r"\(deploy\.extra_environment\), or use another NCCL release \(source: https://github\.com/NVIDIA/nccl/issues/2167\)"
+        for n in (A, B)
+    },
     "toolkit-1.19.1": {
         f"{PF}/test_toolkit.py::test_container_toolkit[{n}]":
             rf"\[known-bad-version\] {n}: saw nvidia-ctk 1\.19\.1 \[toolkit-1\.19\.1-cuda-init: after the upgrade from "
@@ -438,6 +446,9 @@ VISIBLE = {
     "gpu-not-in-container": (1, "docker run --rm --gpus all gb10sim/vllm-cpu:local true", 'could not select device driver ""'),
     "stale-container": (0, "docker ps --format '{{.Names}} {{.State}}'", "gb10-vllm running"),
     "cdi-spec-stale": (1, "grep -c 'hostPath: .*libcuda.so.580.126.09' /etc/cdi/nvidia.yaml", "1"),
+    "nccl-2.30.4-nvls": (0, "docker image inspect --format '{{json .Config.Env}}' gb10sim/vllm-cpu:local | grep -o cuda-torch/bin && "
+                            f"ls {scenarios.CUDA_TORCH_BIN}/../lib/python3*/site-packages | grep nvidia_nccl",
+                         "cuda-torch/bin\nnvidia_nccl_cu13-2.30.4.dist-info"),
     "toolkit-1.19.1": (0, "nvidia-ctk --version", "NVIDIA Container Toolkit CLI version 1.19.1"),
     "toolkit-mode-differs": (1, "grep ^mode /etc/nvidia-container-runtime/config.toml", 'mode = "cdi"'),
     "ngc-entrypoint-overridden": (1, "docker image inspect --format '{{json .Config.Entrypoint}}' gb10sim/vllm-cpu:local",

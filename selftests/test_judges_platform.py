@@ -376,9 +376,32 @@ def test_nccl_advisories_judge_the_library_vllms_pynccl_loads_too():
     assert f.text.startswith("[known-bad-version] pgx-32: saw vLLM's pynccl loads NCCL 2.28.9, from a pip wheel")
 
 
+def wheel_nccl(version: str) -> dict:
+    """The canary's JSON in a CUDA build of torch (2.14.1+cu130, on a machine without a GPU) over the real pip wheel
+    nvidia-nccl-cu13 of that version: selftests/captures/raw/gpu_canary/nccl-wheels/."""
+    import json
+
+    from .conftest import read_capture
+
+    return json.loads(read_capture(f"ours/raw/gpu_canary/nccl-wheels/cpu-host-torch-2.14.1-nccl-{version}.json"))
+
+
+def test_real_wheels_2304_and_2307_are_read_as_loaded():
+    """torch 2.14.1 was built against 2.30.7 and says so; with the 2.30.4 wheel installed over its own, the library it
+    loads, its banner and vLLM's pynccl all say 2.30.4."""
+    old, new = wheel_nccl("2.30.4"), wheel_nccl("2.30.7")
+    assert (old["torch_nccl"], old["version"], old["banner"]) == ("2.30.7", "2.30.4", "NCCL version 2.30.4+cuda13.2")
+    assert old["pynccl"]["version"] == "2.30.4" and old["pynccl"]["build_id"] == old["build_id"]
+    assert (new["version"], new["banner"]) == ("2.30.7", "NCCL version 2.30.7+cuda13.3")
+    assert platform.nccl_build(old["path"]) == "pip wheel" and platform.nccl_dev_suffix(old["banner"]) == ""
+    for machine in ("x86_64", "aarch64"):  # 2.30.7 matches no row, with or without the variable
+        assert platform.judge_nccl_advisories("pgx-32", new, machine, {}) == []
+        assert not platform.nccl_needs_environment(new, machine)
+
+
 def test_nccl_2304_needs_nvls_off_in_the_serving_environment():
     a = by_id("nccl-2.30.4-nvls")
-    ident = {**h200_nccl(PIP), "version": "2.30.4", "banner": "NCCL version 2.30.4+cuda13.0"}
+    ident = wheel_nccl("2.30.4")
     assert platform.nccl_needs_environment(ident, "aarch64") and not platform.nccl_needs_environment(h200_nccl(PIP), "aarch64")
     [f] = platform.judge_nccl_advisories("pgx-32", ident, "aarch64", {"NCCL_DEBUG": "WARN"})
     assert (f.warning, f.params["advisory"]) == (False, a.id)

@@ -17,14 +17,18 @@ from . import provision
 NAME = "gb10sim/vllm-cpu:local"
 
 
-def changes() -> list[str]:
+def search_path(*python_bins: str) -> str:
+    """The image's PATH: the stand-ins' image-bin first, whose python3 answers the compute and collectives canaries as
+    the node's GPU and RDMA state says (gb10check/sim/standins/image_python.py) and hands every other program to the
+    next python3 on the PATH: the first of `python_bins`, else the vLLM venv's."""
     from .standins.tools import IMAGE_BIN
 
-    venv_bin = provision.vllm_bin().parent
-    # The stand-ins' image-bin first: its python3 answers the compute and collectives canaries as the node's GPU and RDMA
-    # state says (gb10check/sim/standins/image_python.py) and hands every other program to the venv's python3.
-    return [f"ENV PATH={IMAGE_BIN}:{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "ENV HOME=/root", "LABEL org.opencontainers.image.title=gb10sim-vllm-cpu"]
+    return ":".join([IMAGE_BIN, *python_bins, str(provision.vllm_bin().parent),
+                     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"])
+
+
+def changes() -> list[str]:
+    return [f"ENV PATH={search_path()}", "ENV HOME=/root", "LABEL org.opencontainers.image.title=gb10sim-vllm-cpu"]
 
 
 def build(path: Path, variant: str = "") -> Path:

@@ -36,6 +36,12 @@ REVISION = "0000000000000000000000000000000000000001"
 # pip pulls CUDA builds of these beside the CPU torch; vLLM for CPU does not need them and they break imports.
 CUDA_EXTRAS = ["torchvision", "torchaudio", "torchcodec"]
 ASSETS = Path(__file__).with_name("assets")
+# A CUDA build of torch, for the NCCL a GB10 image's torch loads: the sim's vLLM needs the CPU build, so the scenarios that
+# judge the image's NCCL (the advisories) run the identity canary in this one instead. It imports and loads its NCCL with
+# no GPU. Its NCCL wheel is replaced as an image's can be (pip install nvidia-nccl-cu13==X over torch's own).
+# Not part of `gb10check sim provision`: only recording those scenarios needs it (`sim provision --cuda-torch`).
+CUDA_TORCH = "torch==2.14.1"  # the CUDA 13.0 build; its NCCL wheel is nvidia-nccl-cu13 2.30.7
+CUDA_TORCH_NCCL = "nvidia-nccl-cu13==2.30.4"
 
 
 class ProvisionError(Exception):
@@ -113,6 +119,27 @@ def install_vllm(say) -> None:
     marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n" + " ".join(EXTRAS) + "\n")
 
 
+def cuda_torch_venv() -> Path:
+    """Inside the vLLM venv, which the sim's image bind-mounts: every node's containers see it at this path."""
+    return venv() / "cuda-torch"
+
+
+def install_cuda_torch(say) -> None:
+    marker = cuda_torch_venv() / ".gb10check-ready"
+    wanted = f"{CUDA_TORCH} {CUDA_TORCH_NCCL}"
+    if marker.exists() and marker.read_text().split("\n")[1:2] == [wanted]:
+        say(f"CUDA torch: already in {cuda_torch_venv()}")
+        return
+    say(f"CUDA torch: creating {cuda_torch_venv()} ({CUDA_TORCH}, then {CUDA_TORCH_NCCL} over its NCCL; about 5 GB)")
+    if cuda_torch_venv().exists():
+        shutil.rmtree(cuda_torch_venv())
+    _run([sys.executable, "-m", "venv", str(cuda_torch_venv())], "creating the CUDA torch virtualenv")
+    pip = [str(cuda_torch_venv() / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    _run(pip + [CUDA_TORCH], f"pip install {CUDA_TORCH}")
+    _run(pip + ["--no-deps", CUDA_TORCH_NCCL], f"pip install {CUDA_TORCH_NCCL}")
+    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n" + wanted + "\n")
+
+
 def drop_cuda_extras() -> None:
     _run([str(venv() / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y"] + CUDA_EXTRAS, "removing CUDA extras")
 
@@ -156,12 +183,14 @@ def lay_out_hub_entry(folder: Path, entry: Path) -> None:
     staging.rename(entry)
 
 
-def provision(say=lambda msg: print(msg, file=sys.stderr)) -> float:
-    """Install what is missing; return the seconds it took."""
+def provision(say=lambda msg: print(msg, file=sys.stderr), cuda_torch: bool = False) -> float:
+    """Install what is missing (`cuda_torch`: the CUDA torch too); return the seconds it took."""
     start = time.monotonic()
     cache_dir().mkdir(parents=True, exist_ok=True)
     install_vllm(say)
     install_model(say)
+    if cuda_torch:
+        install_cuda_torch(say)
     took = time.monotonic() - start
     say(f"provisioned in {took:.0f} s: {vllm_bin()} and {model_entry()}")
     return took

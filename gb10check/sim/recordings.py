@@ -113,6 +113,10 @@ def record(name: str, say=lambda msg: None) -> Path:
     if not replayed(name):
         raise scenarios.ScenarioError(f"scenario {name} is not judged from a recording (it proves a check that needs a live "
                                       "network or process, or changes the serving or Ray stack)")
+    if name in scenarios.NEEDS_CUDA_TORCH:
+        from . import provision
+
+        provision.install_cuda_torch(say)
     topology, executor = scenarios.SCENARIOS[name].topology, scenarios.SCENARIOS[name].executor
     path = control.up(NODES[topology], quiet=True, topo=None if topology == "pair" else topology, executor=executor)
     scenarios.apply(name)

@@ -99,6 +99,18 @@ def image_changed(shell: str, *changes: str) -> str:
 
 
 NET_PLUGIN_DIR = "/opt/hpcx/nccl_rdma_sharp_plugin/lib"  # where NGC images keep HPC-X's net plugin
+CUDA_TORCH_BIN = str(provision.cuda_torch_venv() / "bin")
+NEEDS_CUDA_TORCH = frozenset({"nccl-2.30.4-nvls"})  # scenarios whose image runs it (recording provisions it)
+
+
+def image_with_cuda_torch() -> str:
+    """Shell that re-tags the node's image with the CUDA torch's python3 ahead of the vLLM venv's on its PATH (the sim's
+    image takes its Python from the node: sim/image.py), as an image whose torch is a CUDA build: its programs, the
+    NCCL identity canary among them, run there. No file changes: every node gets the same empty layer."""
+    path = "ENV PATH=" + image.search_path(CUDA_TORCH_BIN)
+    return (f"test -x {CUDA_TORCH_BIN}/python3 || {{ echo 'no CUDA torch here: run gb10check sim provision --cuda-torch "
+            f"first' >&2; exit 1; }}; docker create --name gb10sim-path {IMAGE} /bin/true >/dev/null && "
+            f"docker commit --change {shlex.quote(path)} gb10sim-path {IMAGE} >/dev/null && docker rm gb10sim-path >/dev/null")
 
 
 # A real NetworkManager in a node: its own system bus, profiles in keyfiles, every device left unmanaged so the sim's
@@ -345,6 +357,12 @@ SCENARIOS = {s.name: s for s in [
     Scenario("netplan-missing-link", "rank 0: /etc/netplan/40-cx7.yaml does not describe enP2p1s0f0np0",
              (Step(0, shell="sed -i '/enP2p1s0f0np0/,+1d' /etc/netplan/40-cx7.yaml"),),
              proves=("test_netplan_file:netplan-content",)),
+    # The NCCL the image's torch loads, judged against the advisories (gb10check/advisories.py)
+    Scenario("nccl-2.30.4-nvls", f"every node: the image's torch is a CUDA build ({provision.CUDA_TORCH}) loading NCCL 2.30.4 "
+             f"from its pip wheel ({provision.CUDA_TORCH_NCCL} installed over torch's own), and the compose environment "
+             "has no NCCL_NVLS_ENABLE=0",
+             (Step(-1, shell=image_with_cuda_torch()),),
+             proves=("test_image_nccl:known-bad-version",)),
     # NCCL's configuration files and net plugin (checks/nccl_config.py)
     Scenario("nccl-conf-host-conflict", "rank 1: /etc/nccl.conf on the host sets NCCL_SOCKET_IFNAME=eth0 where the compose "
              "environment says enp1s0f0np0 (the rank takes the compose value, nccl-tests on the host the file's)",
