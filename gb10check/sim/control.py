@@ -231,6 +231,7 @@ def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str
         procs = {}
         image_tar = image.build(d / "image.tar")
         ufw_files = ufw_cache()
+        provision.inductor_cache().mkdir(parents=True, exist_ok=True)
         for n in nodes:
             (d / "mnt" / n.name).mkdir(parents=True, exist_ok=True)
             spec = {"name": n.name, "cgroup": topology.prefix() + n.name, "user": topology.USER, "mnt_dir": str(d / "mnt" / n.name), "host_key": host_keys[n.name][0],
@@ -240,8 +241,11 @@ def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str
                     "firewall_ports": FIREWALL_PORTS, "ufw_cache": str(ufw_files),
                     "files": [{"path": f"{cluster.deploy.hf_cache}/hub/{provision.model_entry().name}", "tree": str(provision.model_entry())},
                         {"path": f"{workdir}/{cluster.deploy.compose_file}", "content": compose_text},
+                        {"path": f"{cluster.deploy.compile_cache}/vllm/modelinfos/{provision.modelinfo_file().name}",
+                         "content": provision.modelinfo_file().read_text()},
                         {"path": f"{workdir}/.env", "content": compose.env_file(cluster, cluster.node(n.name))}],
-                    "docker": {"tar": str(image_tar), "name": cluster.deploy.image, "changes": image.changes()}, "init": init}
+                    "docker": {"tar": str(image_tar), "name": cluster.deploy.image, "changes": image.changes()}, "init": init,
+                    "shared": [str(provision.inductor_cache())]}
             spec_path = d / "nodes" / f"{n.name}.json"
             spec_path.write_text(json.dumps(spec))
             spec_path.chmod(0o600)

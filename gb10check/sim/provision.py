@@ -79,7 +79,40 @@ def model_entry() -> Path:
 
 
 def ready() -> bool:
-    return (venv() / ".gb10check-ready").exists() and (model_entry() / "refs" / "main").exists()
+    return ((venv() / ".gb10check-ready").exists() and (model_entry() / "refs" / "main").exists()
+            and modelinfo_file().exists())
+
+
+# vLLM inspects the model's class in a subprocess of its own (importing torch and vLLM: about 9 s of CPU on this box) at
+# every start of every rank, unless $VLLM_CACHE_ROOT/modelinfos holds the answer for the model file's hash. A node that
+# has served before has it in its compile cache (deploy.compile_cache/vllm, mounted at /root/.cache/vllm); the simulated
+# nodes boot with it there (sim/control.py), as a node that served once.
+MODEL_ARCHITECTURE = "LlamaForCausalLM"
+
+
+def modelinfo_file() -> Path:
+    return cache_dir() / "vllm-cache" / "modelinfos" / f"vllm-model_executor-models-llama-{MODEL_ARCHITECTURE}.json"
+
+
+def inductor_cache() -> Path:
+    """TorchInductor's cache, shared by every simulated node's containers (mounted at its default place for root,
+    /tmp/torchinductor_root, by the sim's cluster file): vLLM compiles a kernel at the first request of every TP>1 start
+    (VocabParallelEmbedding's masked lookup; for the CPU, C++ built by gcc with a precompiled header: about 17 s on this
+    box), and the container's /tmp goes with the container. Shared, it is built once per machine, as on a node that
+    served before."""
+    return cache_dir() / "torchinductor"
+
+
+def install_modelinfo(say) -> None:
+    if modelinfo_file().exists():
+        return
+    say(f"vLLM for CPU: inspecting {MODEL_ARCHITECTURE} once into {modelinfo_file().parent}")
+    program = ("from vllm.model_executor.models.registry import ModelRegistry; "
+               f"ModelRegistry.models[{MODEL_ARCHITECTURE!r}].inspect_model_cls()")
+    _run(["env", f"VLLM_CACHE_ROOT={modelinfo_file().parents[1]}", str(venv() / "bin" / "python"), "-c", program],
+         "inspecting the model class", timeout=600)
+    if not modelinfo_file().exists():
+        raise ProvisionError(f"vLLM wrote no {modelinfo_file()} (its file name or place changed?)")
 
 
 def _run(argv: list[str], what: str, timeout: float = 1800) -> None:
@@ -189,6 +222,7 @@ def provision(say=lambda msg: print(msg, file=sys.stderr), cuda_torch: bool = Fa
     cache_dir().mkdir(parents=True, exist_ok=True)
     install_vllm(say)
     install_model(say)
+    install_modelinfo(say)
     if cuda_torch:
         install_cuda_torch(say)
     took = time.monotonic() - start

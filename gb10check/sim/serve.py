@@ -136,7 +136,9 @@ def start(options: dict | None = None, timeout_s: float = 300, say=lambda msg: N
     # VLLM_ENABLE_V1_MULTIPROCESSING=0: the one worker of TP=1 runs in the engine's process (vLLM for CPU spawns it
     # otherwise: one more Python start importing torch and vLLM, 10-14 s of the ~40 s start on this box).
     env = {"HF_HOME": cluster.deploy.hf_cache, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-           "VLLM_CPU_OMP_THREADS_BIND": "0", "PYTHONUNBUFFERED": "1", "HOME": "/root", "PATH": "/usr/bin:/bin"}
+           "VLLM_CPU_OMP_THREADS_BIND": "0", "PYTHONUNBUFFERED": "1", "HOME": "/root", "PATH": "/usr/bin:/bin",
+           # the compile cache a container of the deployment mounts at /root/.cache/vllm (the node boots with it filled)
+           "VLLM_CACHE_ROOT": f"{cluster.deploy.compile_cache}/vllm"}
     env.update(options.get("env", {}))
     if options.get("api_key"):
         key_path().write_text(secrets.token_hex(16))
