@@ -48,6 +48,8 @@ def build_root(spec: dict) -> str:
     root = f"{base}/root"
     mount("-t", "overlay", "overlay", "-o", f"lowerdir=/,upperdir={base}/upper,workdir={base}/work", root)
     mount("-t", "proc", "proc", f"{root}/proc")
+    for shared in spec.get("shared", []):  # the runner's folders, written through by every node (not into its overlay)
+        mount("--bind", shared, f"{root}{shared}")
     # Read-only under systemd, as in containers: networkd then manages links without udev (which must not run here).
     mount("-t", "sysfs", "-o", "ro" if spec.get("init") == "systemd" else "rw", "sysfs", f"{root}/sys")
     mount("--bind", f"{root}/sys/class/net", f"{base}/classnet")

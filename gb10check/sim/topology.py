@@ -40,6 +40,7 @@ def mgmt_ip(rank: int) -> str:
 
 USER = "lenovo"
 USER_DRIVER = "580.173.02"
+INDUCTOR_CACHE = "/tmp/torchinductor_root"  # TorchInductor's own place for root: the runner's, shared (sim/provision.py)
 
 # (netdev, rdma device) of a GB10's ConnectX-7: two ports, each seen as two logical links.
 CABLED = [("enp1s0f0np0", "rocep1s0f0"), ("enP2p1s0f0np0", "roceP2p1s0f0")]
@@ -150,8 +151,9 @@ def cluster_yaml(nodes: list[SimNode], state_dir: str, ssh_port: int = 22, execu
                    # CPU only: skip the minute of torch.compile warm-up (the GB10 profile uses -cc.mode=0 for the same reason).
                    "extra_args": ["--enforce-eager"],
                    # The image is a skeleton (sim/image.py): Python, the vLLM install and its venv come from the node.
-                   "extra_volumes": [f"{p}:{p}:ro" for p in dict.fromkeys(
-                       ["/usr", "/etc/alternatives", str(provision.base_python_prefix()), str(provision.venv())])],
+                   "extra_volumes": [*(f"{p}:{p}:ro" for p in dict.fromkeys(
+                       ["/usr", "/etc/alternatives", str(provision.base_python_prefix()), str(provision.venv())])),
+                       f"{provision.inductor_cache()}:{INDUCTOR_CACHE}"],  # the kernels TP=2 compiles, kept
                    # One core per rank (the box has two); a 1 GiB KV cache; the model is local.
                    "extra_environment": {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
                                          "VLLM_CPU_OMP_THREADS_BIND": "${NODE_RANK}"},
