@@ -183,8 +183,9 @@ def runs_vllm(path: str, test: str) -> bool:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "vllm: a simulated test that runs a real vLLM: never beside another "
-                                       "(selftests/conftest.py runs them all on one xdist worker)")
+    config.addinivalue_line("markers", "vllm(ranks=2): a simulated test that runs a real vLLM (of `ranks` ranks): never "
+                                       "beside another (selftests/conftest.py runs them all on one xdist worker, the "
+                                       "one-rank servers first)")
     # A crashed worker fails the run there and then: its replacement would boot another simulated cluster beside the
     # running ones and take over scopes half-run (xdist's default restarts up to 4 workers per process).
     if getattr(config.option, "maxworkerrestart", "unset") is None:
@@ -231,3 +232,21 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid}: mark a test that runs a real vLLM with `pytest.mark.vllm` in a sim "
                                     "module's `pytestmark` or on the test function itself (the xdist scheduler in "
                                     "selftests/conftest.py reads it from there)")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_one_rank_servers_first(items)
+
+
+def vllm_ranks(item) -> int:
+    """The ranks of the vLLM a test runs (`pytest.mark.vllm(ranks=1)`: the head's TP=1 server; else the pair's two)."""
+    return item.get_closest_marker("vllm").kwargs.get("ranks", 2)
+
+
+def run_one_rank_servers_first(items) -> None:
+    """The vLLM chain, on one worker, runs the tests of one-rank servers first, in their modules' order: a server of one
+    rank takes one core, and the other worker's tests have the other; the pair's two ranks come later, and have the
+    whole machine once the other worker has run out of tests. Only the vLLM tests move, among their own places (a module
+    stays whole: its tests all go to that worker)."""
+    places = [k for k, item in enumerate(items) if item.get_closest_marker("vllm")]
+    chain = sorted((items[k] for k in places), key=vllm_ranks)  # stable: each module's tests in their order
+    for k, item in zip(places, chain):
+        items[k] = item

@@ -20,7 +20,7 @@ from gb10check.sim.topology import mgmt_ip
 
 from .simbed import require_provisioned_sim, run_suite
 
-pytestmark = [pytest.mark.sim, pytest.mark.vllm]  # a real vLLM: one at a time (selftests/conftest.py)
+pytestmark = [pytest.mark.sim, pytest.mark.vllm(ranks=1)]  # a real vLLM, TP=1: one at a time (selftests/conftest.py)
 
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 A_MGMT = re.escape(mgmt_ip(0))  # in a regex
