@@ -29,13 +29,34 @@ _context = None
 # xdist, ...) is left to the run: pytest rewrites the asserts of its modules as it imports them, which it cannot do to
 # a module imported before it starts.
 DEPENDENCIES = ["paramiko", "requests", "pydantic", "yaml", "rich"]  # openai: its httpx loads anyio, a pytest plugin
+# gb10check's own modules too, but the plugin, the fixtures that import it and the entry point, which pytest imports
+# itself, as plugins. pytest marks a plugin distribution's modules (gb10check's, testinfra's) for assertion rewriting and
+# warns of those already imported: a forked run ignores that one warning (ALREADY_IMPORTED), which only the preload
+# causes; gb10check asserts nothing for pytest to rewrite (its checks report through gb10check.verdict). None of these
+# modules reads the environment or the working folder as it is imported: a run sees its own, set after the fork. Not
+# the command line's (gb10check.cli, __main__, rehearse) nor the simulation's: an inner run of the suite imports neither.
+OWN_PACKAGES = ["gb10check", "gb10check.checks", "gb10check.facts", "gb10check.gather", "gb10check.deploy"]
+NOT_PRELOADED = {"gb10check.autoload", "gb10check.fixtures", "gb10check.plugin",
+                 "gb10check.__main__", "gb10check.cli", "gb10check.rehearse"}
+ALREADY_IMPORTED = ["-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
+
+
+def _own_modules() -> list[str]:
+    import importlib
+    import pkgutil
+
+    names = []
+    for package in OWN_PACKAGES:
+        path = importlib.util.find_spec(package).submodule_search_locations
+        names += [package] + [f"{package}.{m.name}" for m in pkgutil.iter_modules(path) if not m.ispkg]
+    return [n for n in names if n not in NOT_PRELOADED]
 
 
 def _preloaded() -> list[str]:
-    """What the server imports once: pytest with its built-in plugins, and gb10check's dependencies."""
+    """What the server imports once: pytest with its built-in plugins, gb10check's dependencies and its modules."""
     import _pytest.config
 
-    return ["pytest", *(f"_pytest.{p}" for p in _pytest.config.default_plugins), *DEPENDENCIES, __name__]
+    return ["pytest", *(f"_pytest.{p}" for p in _pytest.config.default_plugins), *DEPENDENCIES, *_own_modules(), __name__]
 
 
 def _server():
@@ -96,7 +117,8 @@ def run_pytest(args: list[str], cwd: Path = REPO, env: dict[str, str] | None = N
         return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     with tempfile.TemporaryDirectory(prefix="gb10check-inner-") as folder:
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
-        child = _server().Process(target=_child, args=(args, str(Path(cwd).resolve()), env, str(out), str(err)))
+        child = _server().Process(target=_child, args=(ALREADY_IMPORTED + args, str(Path(cwd).resolve()), env, str(out),
+                                                                  str(err)))
         child.start()
         child.join(timeout)
         if child.exitcode is None:
