@@ -267,6 +267,9 @@ def up(n_nodes: int = 2, quiet: bool = False, init: str = "plain", executor: str
         if init == "systemd":
             for n in nodes:
                 wait_booted(n.name, [link.address for link in n.links])
+                # The stand-ins' files (the RoCE GID table among them) follow the addresses networkd has just given, now:
+                # the node's own refresh loop runs every 0.5 s, and a run that reads them at once must see them.
+                refresh(n.name)
         for n in nodes:
             wait_addresses_settled(n)
         (d / "sim.json").write_text(json.dumps({"nodes": [n.name for n in nodes], "scenarios": [], "size": n_nodes, "topology": topo, "init": init,
