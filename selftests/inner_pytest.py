@@ -42,7 +42,7 @@ ALREADY_IMPORTED = ["-W", "ignore:Module already imported so cannot be rewritten
 
 
 def _own_modules() -> list[str]:
-    import importlib
+    import importlib.util
     import pkgutil
 
     names = []
@@ -117,8 +117,8 @@ def run_pytest(args: list[str], cwd: Path = REPO, env: dict[str, str] | None = N
         return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     with tempfile.TemporaryDirectory(prefix="gb10check-inner-") as folder:
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
-        child = _server().Process(target=_child, args=(ALREADY_IMPORTED + args, str(Path(cwd).resolve()), env, str(out),
-                                                                  str(err)))
+        run = (ALREADY_IMPORTED + args, str(Path(cwd).resolve()), env, str(out), str(err))
+        child = _server().Process(target=_child, args=run)
         child.start()
         child.join(timeout)
         if child.exitcode is None:
