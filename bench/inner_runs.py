@@ -22,25 +22,27 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the self-tests' runner and arguments, from this checkout
 MODES = ("fresh interpreter", "forked, dependencies preloaded (baseline)", "forked, gb10check preloaded (today)")
 
 
 def replay_args(name: str, folder: Path) -> list[str]:
+    """The arguments of the self-tests' replay of the scenario (selftests/test_scenarios_replayed.py)."""
     import yaml
 
     from gb10check.gather import recording
     from gb10check.sim import recordings
 
+    from selftests.simbed import suite_args
+
     got = recording.read(recordings.path_of(name))
     cluster = folder / "cluster.yaml"
     cluster.write_text(yaml.safe_dump(got["cluster"], sort_keys=False))
-    return ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", f"--cluster={cluster}",
-            f"--junitxml={folder / 'junit.xml'}", f"--facts-from={recordings.path_of(name)}", *recordings.selection(name)]
+    return suite_args(cluster, folder / "junit.xml", f"--facts-from={recordings.path_of(name)}", *recordings.selection(name))
 
 
 def measure(mode: int, args: list[str], runs: int) -> list[float]:
     """In a process of its own: each mode's forkserver is started once, with its own preload."""
-    sys.path.insert(0, str(REPO))
     from selftests import inner_pytest
 
     if mode == 1:

@@ -60,12 +60,17 @@ class SuiteRun:
     stdout: str
 
 
+def suite_args(cluster: Path, report: Path, *args: str) -> list[str]:
+    """pytest's arguments for a run of tests/ against the cluster, its JUnit XML written to report."""
+    # Without the self-tests' hypothesis plugin (a second of start-up each time; users do not have it).
+    return ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", f"--cluster={cluster}", f"--junitxml={report}",
+            "-o", "junit_family=xunit1", *args]
+
+
 def run_suite(cluster: Path, *args: str, timeout: int = 300) -> SuiteRun:
     """pytest on tests/ against the cluster, as a user runs it; outcome and message per test id."""
     report = cluster.parent / "selftest-junit.xml"
-    # Without the self-tests' hypothesis plugin (a second of start-up each time; users do not have it).
-    proc = run_pytest(["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", f"--cluster={cluster}",
-                       f"--junitxml={report}", "-o", "junit_family=xunit1", *args], timeout=timeout)
+    proc = run_pytest(suite_args(cluster, report, *args), timeout=timeout)
     if proc.returncode not in (0, 1):
         raise AssertionError(f"pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
     return SuiteRun(junit_outcomes(report), proc.stdout)

@@ -39,6 +39,7 @@ def test_the_rank_state_reads_a_serving_rank():
     assert s.container.status == "running" and s.container.running
     assert [p.comm for p in s.processes] == ["vllm", "python", "VLLM::EngineCor", "VLLM::Worker_TP"]
     assert {p.state for p in s.processes} == {"S"} and s.cpu_ticks > 0
+    assert {p.pgrp for p in s.processes} == {533}  # one group, vllm serve's (its pid on the node)
     assert s.last_log_at is not None and 0 < s.log_age_s < 3600 and "Avg prompt throughput" in s.last_log
 
 

@@ -19,6 +19,7 @@ class ProcStat:
     comm: str
     state: str  # R running, S sleeping, D uninterruptible sleep, T stopped, t traced, Z zombie, I idle ...
     cpu_ticks: int  # utime + stime, in clock ticks (USER_HZ, 100 on Linux)
+    pgrp: int  # its process group
 
 
 def parse_stat(text: str) -> list[ProcStat]:
@@ -31,7 +32,7 @@ def parse_stat(text: str) -> list[ProcStat]:
         if not m:
             raise ParseError("proc_stat", "pid (comm) state ppid ... lines of /proc/PID/stat", line)
         rest = m["rest"].split()  # ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
-        out.append(ProcStat(int(m["pid"]), m["comm"], m["state"], int(rest[10]) + int(rest[11])))
+        out.append(ProcStat(int(m["pid"]), m["comm"], m["state"], int(rest[10]) + int(rest[11]), int(rest[1])))
     return out
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import compose
 from ..cluster import load_cluster
+from ..facts.procfs import parse_stat
 from ..poll import wait_until
 from ..serving import Api, ApiUnreachable, api_of
 from . import control, provision, topology
@@ -109,10 +110,10 @@ def _alive(pgid: int) -> bool:
         pass
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            text = stat.read_text()
         except OSError:
             continue  # ended while listed
-        if int(fields[2]) == pgid and fields[0] != "Z":  # fields after the command: state, ppid, pgrp
+        if any(p.pgrp == pgid and p.state != "Z" for p in parse_stat(text)):
             return True
     return False
 
