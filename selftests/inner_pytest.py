@@ -13,6 +13,7 @@ and raises subprocess.TimeoutExpired, as subprocess.run does.
 """
 
 import atexit
+import gc
 import multiprocessing
 import os
 import subprocess
@@ -79,6 +80,7 @@ def _interpreter_paths() -> list[str]:
 
 
 def _child(args: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
+    gc.freeze()  # what the server imported lives as long as the run: pytest's closing collections need not walk it
     for fd, path in ((1, out), (2, err)):
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(target, fd)
