@@ -10,10 +10,23 @@ a section belongs to, or which unit `free -h` printed in. Every parser is wrappe
 `perftest.parse(text)` and `gb10check parse perftest FILE` read the same facts.
 """
 
+import copy
 import functools
 import inspect
 import re
 from dataclasses import dataclass, field
+
+import yaml
+
+
+def yaml_document(text: str):
+    """yaml.safe_load(text), a copy of its own each call: one output is read by many checks, and parsed once."""
+    return copy.deepcopy(_safe_load(text))
+
+
+@functools.lru_cache(maxsize=16)
+def _safe_load(text: str):
+    return yaml.safe_load(text)  # an error is raised each time, never kept
 
 
 class ParseError(ValueError):

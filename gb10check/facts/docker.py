@@ -7,7 +7,7 @@ from datetime import datetime
 
 import yaml
 
-from ._text import ParseError, is_prompt, parser
+from ._text import ParseError, is_prompt, parser, yaml_document
 
 
 def _objects(kind: str, text: str) -> list[dict]:
@@ -402,7 +402,7 @@ def parse_compose_config(text: str) -> dict:
     """`docker compose config` (or a compose file) as the YAML mapping; services must be present."""
     body = "\n".join(line for line in text.splitlines() if not is_prompt(line) and not NOISE.match(line))
     try:
-        data = yaml.safe_load(body)
+        data = yaml_document(body)
     except yaml.YAMLError as exc:
         raise ParseError("compose_config", f"compose YAML ({str(exc).splitlines()[0]})", text) from None
     if not isinstance(data, dict) or not isinstance(data.get("services"), dict):

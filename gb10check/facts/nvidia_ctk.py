@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from ._text import ParseError, parser
+from ._text import ParseError, parser, yaml_document
 
 VERSION = re.compile(r"^NVIDIA Container Toolkit CLI version (?P<version>\d+\.\d+\.\d+(?:[-~][\w.]+)?)\s*$", re.M)
 # A driver version as the driver's files carry it: 580.95.05, 580.126.09 (three digits first, unlike libcuda.so.1 or a
@@ -79,7 +79,7 @@ def _walk(node):
 
 def cdi_spec(path: str, text: str) -> CdiSpec:
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml_document(text)
     except yaml.YAMLError:
         raise ParseError("cdi_spec", f"a CDI spec in YAML at {path}", text) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or "cdiVersion" not in doc:
