@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gb10check.cluster import load_cluster
+from gb10check.deploy import run
 from gb10check.deploy.run import DeployFailed, deploy
 
 from .fake_openai import FakeLauncher, JsonHandler, in_background
@@ -20,6 +21,17 @@ REPO = Path(__file__).resolve().parent.parent
 A, B = "thinkstationpgx-30", "thinkstationpgx-32"
 READY_LOG = ("(APIServer pid=1) INFO 12-01 10:00:00 [api_server.py:1] vLLM API server version 0.32.0\n"
              "INFO:     Application startup complete.\n")
+
+
+@pytest.fixture(autouse=True)
+def quick_watch(monkeypatch):
+    monkeypatch.setattr(run, "FULL_CHECK_S", 0.2)  # logs, exits and /health read every 0.2 s here (2 s live)
+
+
+def quick(cluster):
+    """The watchdog's poll at 0.1 s (0.5 s live): the watch's cadence is test_watches_on_their_clock's to prove."""
+    watchdog = cluster.deploy.watchdog.model_copy(update={"poll_interval_s": 0.1})
+    return cluster.model_copy(update={"deploy": cluster.deploy.model_copy(update={"watchdog": watchdog})})
 
 
 class Launcher(FakeLauncher):
@@ -86,7 +98,8 @@ def run_deploy(api: Api, tmp_path: Path, stall_s: float = 30, cluster=None):
     launcher = Launcher(log=lambda node, t: READY_LOG if node == A else "")
     said: list[str] = []
     try:
-        rec = deploy(cluster or api.cluster(), launcher, tmp_path / "deployment.json", say=said.append, stall_timeout_s=stall_s)
+        rec = deploy(quick(cluster or api.cluster()), launcher, tmp_path / "deployment.json", say=said.append,
+                     stall_timeout_s=stall_s)
     except DeployFailed as exc:
         return None, str(exc), said, launcher
     return rec, "", said, launcher
@@ -104,11 +117,11 @@ def test_serving_only_once_a_first_token_came_back(api_with, tmp_path):
 
 def test_health_without_a_first_token_is_a_stall_and_every_rank_stops(api_with, tmp_path):
     api = api_with("hang")
-    rec, text, said, launcher = run_deploy(api, tmp_path, stall_s=3)
+    rec, text, said, launcher = run_deploy(api, tmp_path, stall_s=1)
     assert rec is None and "startup stalled: http://127.0.0.1:" in text
     found = re.search(r"/health answers but a first one-token completion got no answer in (\d+) s; likely causes: a rank hung "
                       r"at its first collective", text)
-    assert found and int(found[1]) >= 3, text  # not before the limit (how soon after: test_watches_on_their_clock)
+    assert found and int(found[1]) >= 1, text  # not before the limit (how soon after: test_watches_on_their_clock)
     assert f"stopped every rank ({A}: stopped; {B}: stopped)" in text
     assert json.loads((tmp_path / "deployment.json").read_text())["outcome"] == "failed"
 

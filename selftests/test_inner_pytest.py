@@ -63,7 +63,7 @@ def test_a_run_past_its_timeout_is_killed_and_raises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     assert forked(tmp_path, env)
     with pytest.raises(subprocess.TimeoutExpired):
-        run_pytest(["-p", "no:cacheprovider", "-s", "test_slow.py"], cwd=tmp_path, env=env, timeout=3)
+        run_pytest(["-p", "no:cacheprovider", "-s", "test_slow.py"], cwd=tmp_path, env=env, timeout=1)
     left = subprocess.run(["pgrep", "-f", "test_slow.py"], capture_output=True, text=True)
     assert str(tmp_path) not in left.stdout
 
