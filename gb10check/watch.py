@@ -10,6 +10,8 @@ Logs, exits and signatures are read every FULL_CHECK_S, whatever the memory poll
 (deploy/run.ComposeLauncher, deploy/ray.RayLauncher) or a self-test's scripted one; the clock is the caller's.
 """
 
+import copy
+import functools
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +26,13 @@ LOG_PREFIX = re.compile(r"^(?:\([^)]*\)\s+)?(?:ERROR|WARNING|INFO)\s+\d\d-\d\d \
 
 
 def read_log(text: str) -> vllm_log.VllmLog:
-    """A rank's log so far; empty or not yet recognisable is no milestone, not an error."""
+    """A rank's log so far; empty or not yet recognisable is no milestone, not an error. A log that has not grown since
+    the last full check is not parsed again; each caller gets a copy of its own."""
+    return copy.deepcopy(_parsed_log(text))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_log(text: str) -> vllm_log.VllmLog:
     try:
         return vllm_log.parse(text)
     except vllm_log.ParseError:
