@@ -137,9 +137,9 @@ class FakeNode:
         (self.state / "nm.json").write_text(json.dumps(nm if nm is not None else {"running": False}))
 
     @property
-    def path_line(self) -> str:
-        """The sshd_config line that puts this node's tools first on its sessions' PATH."""
-        return f"SetEnv PATH={self.bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+    def session_env(self) -> dict[str, str]:
+        """What puts this node's tools first on its sessions' PATH."""
+        return {"PATH": f"{self.bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 
     @property
     def dpkg(self) -> list[list[str]]:
@@ -175,7 +175,7 @@ def sshd_pair(tmp: Path, a: dict, b: dict):
     try:
         for i, (name, fake) in enumerate(fakes.items()):
             (tmp / f"sshd-{name}").mkdir()
-            servers.append(LocalSshd(tmp / f"sshd-{name}", extra_config=fake.path_line, address=f"127.0.0.{i + 1}").start())
+            servers.append(LocalSshd(tmp / f"sshd-{name}", session_env=fake.session_env, address=f"127.0.0.{i + 1}").start())
         servers[1].authorize(servers[0].identity.with_suffix(".pub").read_text())
         known_hosts = tmp / "known_hosts"
         known_hosts.write_text("".join(s.known_hosts.read_text() for s in servers))

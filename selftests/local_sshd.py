@@ -38,14 +38,18 @@ def keygen(path: Path) -> str:
 
 
 class LocalSshd:
-    def __init__(self, workdir: Path, extra_config: str = "", address: str = "127.0.0.1", sudoer: str | None = None):
-        """extra_config: sshd_config lines to add (e.g. `SetEnv PATH=...`, to put stand-in tools first for its sessions);
+    def __init__(self, workdir: Path, session_env: dict[str, str] | None = None, address: str = "127.0.0.1",
+                 sudoer: str | None = None):
+        """session_env: variables set in each session (e.g. PATH, to put stand-in tools first);
         address: another loopback address (127.0.0.2 ...) for a second "node" (a cluster file names each address once);
         sudoer: log in as a throwaway account made for this server (not root), its sudoers line this text with {user} its
         name ("" for none); `sudoers()` rewrites it. The account and its line go at stop()."""
         self.dir = workdir
         self.address = address
-        self.extra_config = extra_config
+        # SHLVL=1: the session's bash is then not the first, and does not read the account's ~/.bashrc as bash run by
+        # sshd does. A node's sessions are the node's own, not the runner's shell set-up (a pyenv init there took 80 ms
+        # a command and put its shims first on PATH).
+        self.session_env = {"SHLVL": "1", **(session_env or {})}
         self.port = free_port()
         self.user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
         self.sudoer = sudoer
@@ -94,7 +98,9 @@ class LocalSshd:
         config.write_text(
             f"Port {self.port}\nListenAddress {self.address}\nHostKey {self.host_key}\nPidFile none\n"
             f"AuthorizedKeysFile {self.dir}/authorized_keys .ssh/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
-            "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n" + self.extra_config
+            "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
+            # one SetEnv line: sshd reads only the first
+            "SetEnv " + " ".join(f"{k}={v}" for k, v in self.session_env.items()) + "\n"
         )
         Path("/run/sshd").mkdir(exist_ok=True)
         self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
