@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import socket
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -50,6 +51,20 @@ def _http_error() -> type:
     except ImportError:  # pragma: no cover
         from httpx import HTTPError
     return HTTPError
+
+
+def abort_stream(stream) -> None:
+    """End a stream another thread is reading. Its socket is shut down first: a read blocked in another thread returns
+    at once, where close() alone leaves it waiting for the server's next byte or its own read timeout."""
+    response = getattr(stream, "response", None)
+    network = getattr(response, "extensions", {}).get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed or never connected: nothing left to wake
+            pass
+    stream.close()
 
 
 class ApiUnreachable(Exception):

@@ -36,7 +36,7 @@ from . import stopped
 from .cluster import Cluster
 from .prompts import SAFE_CHARS_PER_TOKEN, Sizer, filler, fresh_nonce, nonce_found, user, with_nonce, cut
 from .remote import RemoteError
-from .serving import Api, ApiUnreachable, Reply, Timed
+from .serving import Api, ApiUnreachable, Reply, Timed, abort_stream
 from .watch import FULL_CHECK_S, Crossing, MemoryWatchdog, exited, read_log
 
 TICK_S = 0.25
@@ -450,7 +450,7 @@ class _Driver:
         for a in active:
             try:
                 if a.stream is not None:
-                    a.stream.close()
+                    abort_stream(a.stream)
             except Exception:  # best effort: the thread also ends on its read timeout
                 pass
 

@@ -82,6 +82,10 @@ def test_a_stream_that_goes_silent_is_a_stall_named_within_the_limit():
     result, _ = drive({"stall_after": 3}, stall_limit_s=1.0, duration_s=30)
     # duration_s 30: the stall ended it (how soon after the limit: test_watches_on_their_clock, on the driver's clock)
     assert result.stopped_by == "stall" and result.stalls[0].silent_s >= 1.0
+    # wall-clock is what this bounds: the abort wakes the read blocked on the silent server at once; without it, the
+    # run waits out its join limit (JOIN_S, 1 s) and leaves the stream to its read timeout
+    assert all(s.ended_s is not None and s.ended_s < result.stalls[0].at_s + soak.JOIN_S for s in result.streams), \
+        (result.stalls[0].at_s, [s.ended_s for s in result.streams])
     found = judge.judge_sustained(A, result)
     assert codes(found) == [(Code.SOAK_STALL, f"soak stream #{result.stalls[0].stream}")]
     text = found[0].text
