@@ -101,7 +101,7 @@ def test_a_stream_with_no_first_token_is_a_stall_too():
 
 
 def test_the_memory_floor_stops_every_rank_and_names_the_node():
-    launcher = FakeLauncher(mem=lambda node, t: 3.2 if node == B and t > 0.5 else 40.0)
+    launcher = FakeLauncher(mem=lambda node, t: 3.2 if node == B and t > 0.1 else 40.0)
     result, _ = drive(launcher=launcher, duration_s=30)
     assert result.stopped_by == "memory floor"
     assert sorted(launcher.stopped) == [(A, True), (B, True)]  # every rank killed, as the deploy's watchdog does
@@ -115,8 +115,8 @@ def test_the_memory_floor_stops_every_rank_and_names_the_node():
 
 
 def test_a_rank_that_exits_is_named_with_its_last_log_lines():
-    launcher = FakeLauncher(exit=lambda node, t: 137 if node == B and t > 0.5 else None,
-                            log=lambda node, t: "line one\nline two\n" + (DIED if node == B and t > 0.5 else ""))
+    launcher = FakeLauncher(exit=lambda node, t: 137 if node == B and t > 0.1 else None,
+                            log=lambda node, t: "line one\nline two\n" + (DIED if node == B and t > 0.1 else ""))
     result, _ = drive(launcher=launcher, duration_s=30)
     assert result.stopped_by == "rank exited"
     found = judge.judge_sustained(A, result)
@@ -135,7 +135,7 @@ def test_a_rank_that_exits_is_named_with_its_last_log_lines():
     (DIED, Code.SOAK_ENGINE_ERROR, "its cause is the error logged before this one: read thinkstationpgx-32's log around that line"),
 ])
 def test_a_signature_in_a_ranks_log_ends_the_soak_with_its_fix(line, code, fix):
-    launcher = FakeLauncher(log=lambda node, t: ("INFO 01-01 00:00:00 [x.py:1] fine\n" + (line if node == B and t > 0.4 else "")))
+    launcher = FakeLauncher(log=lambda node, t: ("INFO 01-01 00:00:00 [x.py:1] fine\n" + (line if node == B and t > 0.1 else "")))
     result, _ = drive(launcher=launcher, duration_s=30)
     assert result.stopped_by == "signature"
     found = judge.judge_sustained(A, result)
@@ -153,7 +153,7 @@ def test_request_errors_are_named_with_the_servers_text():
 
 
 def test_failures_after_the_cause_are_its_consequences_not_more_findings():
-    launcher = FakeLauncher(mem=lambda node, t: 1.0 if t > 0.5 else 40.0)
+    launcher = FakeLauncher(mem=lambda node, t: 1.0 if t > 0.1 else 40.0)
     result, _ = drive(launcher=launcher, duration_s=30)
     late = soak.StreamRecord(99, 16, 0.6, ended_s=result.watched.crossing_at_s + 0.5, error="None: connection lost")
     result.streams.append(late)
