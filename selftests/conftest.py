@@ -52,6 +52,7 @@ def wheel_env_built_ahead(request, tmp_path_factory):
     so that no worker spends the end of the run on it alone. The build holds its own share of the machine (a speed
     measurement waits for it as for a test); a build that fails is left to the test, which builds again and says why."""
     if any("wheel_env" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        tmp_path_factory.getbasetemp()  # made here, once: made by two threads at once, it is two folders and two builds
         threading.Thread(target=_build_ahead, args=(tmp_path_factory,), daemon=True, name="wheel-env-ahead").start()
 
 

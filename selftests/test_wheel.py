@@ -11,7 +11,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+from .inner_pytest import run_pytest
 from .wheelenv import REPO, lowest, versions
+
 
 def tracked(under: str) -> list[str]:
     out = subprocess.run(["git", "ls-files", under], cwd=REPO, capture_output=True, text=True, timeout=30, check=True)
@@ -58,8 +60,7 @@ def test_wheel_in_a_fresh_environment_beside_another_project(wheel_env, tmp_path
     assert (user / "cluster.yaml").read_text().endswith("# my edit\n"), "a second init overwrote the user's file"
 
     # The same checks with the same ids as from the clone, and no cache written into site-packages.
-    clone = run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "preflight", "--collect-only", "-q",
-                 "--cluster=cluster.example.yaml"], REPO)
+    clone = run_pytest(["-p", "no:cacheprovider", "-m", "preflight", "--collect-only", "-q", "--cluster=cluster.example.yaml"])
     assert clone.returncode == 0, clone.stdout + clone.stderr
     check = run([gb10check, "check", "preflight", "--cluster", "cluster.yaml", "--collect-only", "-q"], user,
                 {**env, "XDG_CACHE_HOME": str(tmp_path / "cache")})
@@ -72,8 +73,7 @@ def test_wheel_in_a_fresh_environment_beside_another_project(wheel_env, tmp_path
     assert not list(site.glob("gb10check/.pytest_cache")), "gb10check check wrote pytest's cache into site-packages"
     assert (tmp_path / "cache" / "gb10check" / "pytest").is_dir()
 
-    everything = run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
-                      "--cluster=cluster.example.yaml"], REPO)
+    everything = run_pytest(["-p", "no:cacheprovider", "--collect-only", "-q", "--cluster=cluster.example.yaml"])
     pyargs = run([bin_dir / "python", "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "gb10check.tests", "--collect-only",
                   "-q", "--cluster=cluster.yaml"], user, env)
     assert pyargs.returncode == 0, pyargs.stdout + pyargs.stderr
