@@ -158,17 +158,17 @@ def run_check(fn, kwargs: dict, cluster) -> tuple[str, str]:
 
 
 def broken(recorded: dict, fact: str, nodes: list[str], mode: str) -> dict:
-    """The recording with `fact` (every arg of it) on `nodes` made unreadable in that way."""
-    facts = json.loads(json.dumps(recorded["facts"]))
+    """The recording with `fact` (every arg of it) on `nodes` made unreadable in that way. A new list for each node
+    changed and a new entry for each output changed; the rest is the recording's own, which a replay only reads."""
+    facts = dict(recorded["facts"])
     tool = registry.FACTS[fact].tool or "tool"
     for name in nodes:
         if mode == "unreachable":
             facts[name] = {"error": "NodeUnreachable", "message": f"node {name} unreachable: No route to host"}
             continue
         rc, out, err = MODES[mode]
-        for o in facts[name]:
-            if o["fact"] == fact:
-                o.update(rc=rc, stdout=out, stderr=err.format(tool=tool))
+        facts[name] = [dict(o, rc=rc, stdout=out, stderr=err.format(tool=tool)) if o["fact"] == fact else o
+                       for o in facts[name]]
     return {**recorded, "facts": facts}
 
 

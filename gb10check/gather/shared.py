@@ -70,8 +70,8 @@ def dump_output(got: "Output | RemoteError") -> dict:
 
 
 def load_output(node: RemoteNode, command: str, got: dict) -> "Output | RemoteError":
-    from .. import remote
-
     if "error" in got:
+        from .. import remote
+
         return getattr(remote, got["error"], RemoteError)(got["message"]).at(node, command)
     return Output(command, got["rc"], got["stdout"], got["stderr"])
