@@ -4,8 +4,9 @@ A run whose code is this checkout's is forked from a server process that has alr
 plugins, gb10check's dependencies and most of its modules (multiprocessing's forkserver: a fresh interpreter that does
 nothing but fork). Each run gets its own child, forked from the same untouched server, with the caller's arguments,
 working folder, environment and sys.path (the folder first, then PYTHONPATH, then the interpreter's own, as `python -m`
-sets it), so nothing one run does reaches another. A replay takes about 0.4 s instead of 0.85 s in a fresh interpreter
-on a quiet CI machine: imports are most of an inner run's start-up, and the self-tests make hundreds of runs.
+sets it), so nothing one run does reaches another. A replay takes about 0.3 s instead of 0.8 s in a fresh interpreter
+on a quiet CI machine (bench/inner_runs.py): imports are most of an inner run's start-up, and the self-tests make
+hundreds of runs.
 
 A run whose code may differ (another folder with a gb10check of its own, PYTHONPATH naming another checkout) starts a
 fresh interpreter instead. Either way the result is a subprocess.CompletedProcess, and a run past its timeout is killed

@@ -7,7 +7,6 @@ same ids, as the clone. One test: the environment is built once a run (selftests
 test_wheel_on_sim."""
 
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
