@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from . import simbed
 from .local_sshd import LocalSshd
 
 REPO = Path(__file__).resolve().parent.parent
@@ -195,8 +196,5 @@ def sshd_pair(tmp: Path, a: dict, b: dict):
 
 
 def script(name: str, cluster: Path, *args: str) -> subprocess.CompletedProcess:
-    """scripts/NAME as a user runs it, with this tree's package and this Python first on the PATH (`python3 -m gb10check`)."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", "PYTHONPATH": str(REPO),
-           "COLUMNS": "250"}
-    return subprocess.run([str(REPO / "scripts" / name), f"--cluster={cluster}", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env=env)
+    """scripts/NAME against the cluster file, as simbed.script runs every script."""
+    return simbed.script(name, f"--cluster={cluster}", *args, timeout=120)

@@ -43,9 +43,13 @@ def step(name: str, cluster: Path, *args: str, timeout: int = 600) -> subprocess
 
 
 def script(name: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`scripts/NAME ARGS` as a user runs it between the stages; wide columns, as in step()."""
+    """`scripts/NAME ARGS` as a user runs it between the stages, with this Python first on the PATH (each script runs
+    `python3 -m gb10check`: the self-tests' own environment, activated or not) and this tree's package; wide columns,
+    as in step()."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": str(REPO), "COLUMNS": "250"}
     return subprocess.run([str(REPO / "scripts" / name), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "COLUMNS": "250"})
+                          env=env)
 
 
 @dataclass
