@@ -169,6 +169,8 @@ def recable(plan: list[tuple[tuple[int, str], tuple[int, str]]]) -> None:
         if info.get("mtu"):
             run("ip", "-n", ns, "link", "set", dev, "mtu", str(info["mtu"]))
         run("ip", "-n", ns, "link", "set", dev, "up")
+    for rank, dev in ends:
+        wait_link_local(sim[rank], dev)
     for n in sim:
         wait_addresses_settled(n)
 
@@ -288,6 +290,19 @@ def wait_addresses_settled(n: SimNode, timeout_s: float = 15) -> None:
     while run("ip", "-n", n.netns, "-6", "-o", "addr", "show", "tentative", check=False, timeout=10).stdout.strip():
         if time.monotonic() > deadline:
             raise SimError(f"node {n.name}: IPv6 addresses still tentative after {timeout_s:g} s (duplicate address detection)")
+        time.sleep(0.2)
+
+
+def wait_link_local(n: SimNode, dev: str, timeout_s: float = 15) -> None:
+    """Until a netdev just cabled has its IPv6 link-local address, past duplicate address detection: the kernel adds it
+    only once both ends are up, so a node with no tentative address may not have it yet."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        shown = run("ip", "-n", n.netns, "-6", "-o", "addr", "show", "dev", dev, "scope", "link", check=False, timeout=10).stdout
+        if shown.strip() and "tentative" not in shown:
+            return
+        if time.monotonic() > deadline:
+            raise SimError(f"node {n.name}: {dev} has no settled IPv6 link-local address after {timeout_s:g} s")
         time.sleep(0.2)
 
 
